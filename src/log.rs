@@ -65,7 +65,7 @@ macro_rules! error {
     ($($arg:tt)*) => { $crate::log::event($crate::log::Level::Error, format_args!($($arg)*), &[]) };
 }
 /// Logs a warning line.
-macro_rules! warn {
+macro_rules! warning {
     ($($arg:tt)*) => { $crate::log::event($crate::log::Level::Warn, format_args!($($arg)*), &[]) };
 }
 /// Logs an info line.
@@ -76,4 +76,5 @@ macro_rules! info {
 macro_rules! debug {
     ($($arg:tt)*) => { $crate::log::event($crate::log::Level::Debug, format_args!($($arg)*), &[]) };
 }
-pub(crate) use {debug, error, info, warn};
+#[allow(unused_imports)] // reason: not every level is used in every build
+pub(crate) use {debug, error, info, warning};
