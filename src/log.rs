@@ -275,6 +275,18 @@ macro_rules! debug {
 #[allow(unused_imports)] // reason: not every level is used in every build
 pub(crate) use {debug, error, info, warning};
 
+/// A duration for humans: `850ms`, `1.2s`, `2m5.0s`.
+pub(crate) fn human(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{}m{:.1}s", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,99 @@
+//! The one HTTP client: ureq with no redirects, no proxy, status codes as values,
+//! small buffers, a timeout on every request and a cap on every body read.
+
+use std::io::ErrorKind;
+use std::time::Duration;
+
+use ureq::Agent;
+
+/// Per-request timeout of readiness polls (SPEC §3).
+pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
+/// Largest body tandem reads (`/server_info`); the rest is never read.
+const BODY_LIMIT: u64 = 64 * 1024;
+
+/// Why a request got no status code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// Short lowercase description for the log ("connection refused", "timed out").
+    pub what: String,
+    /// The TCP connection could not be made at all (SPEC §5.2 pilot-agent fallback).
+    pub no_connection: bool,
+}
+
+/// Builds the shared agent. Proxies from the environment are ignored on purpose:
+/// the sidecar is on loopback and a Pod's `HTTP_PROXY` must not reroute it.
+pub(crate) fn agent() -> Agent {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .timeout_global(Some(POLL_TIMEOUT))
+        .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")))
+        .max_response_header_size(16 * 1024)
+        .input_buffer_size(16 * 1024)
+        .output_buffer_size(4 * 1024)
+        .max_idle_connections(4)
+        .max_idle_connections_per_host(1)
+        .build()
+        .new_agent()
+}
+
+/// `GET url`: the status code, without reading the body.
+pub(crate) fn get_status(agent: &Agent, url: &str) -> Result<u16, Failure> {
+    let response = agent.get(url).call().map_err(|e| describe(&e))?;
+    Ok(response.status().as_u16())
+}
+
+/// `GET url`: the status code and at most 64 KiB of body as text.
+pub(crate) fn get_text(agent: &Agent, url: &str) -> Result<(u16, String), Failure> {
+    let mut response = agent.get(url).call().map_err(|e| describe(&e))?;
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(BODY_LIMIT)
+        .read_to_string()
+        .map_err(|e| describe(&e))?;
+    Ok((status, body))
+}
+
+/// `POST url` with an empty body, bounded by `timeout` (`None`: unbounded).
+pub(crate) fn post_empty(
+    agent: &Agent,
+    url: &str,
+    timeout: Option<Duration>,
+) -> Result<u16, Failure> {
+    let response = agent
+        .post(url)
+        .config()
+        .timeout_global(timeout)
+        .build()
+        .send_empty()
+        .map_err(|e| describe(&e))?;
+    Ok(response.status().as_u16())
+}
+
+fn describe(e: &ureq::Error) -> Failure {
+    let (what, no_connection) = match e {
+        ureq::Error::Io(io) => match io.kind() {
+            ErrorKind::ConnectionRefused => ("connection refused".to_string(), true),
+            ErrorKind::ConnectionReset => ("connection reset".to_string(), false),
+            ErrorKind::ConnectionAborted => ("connection aborted".to_string(), false),
+            ErrorKind::UnexpectedEof => ("connection closed early".to_string(), false),
+            ErrorKind::TimedOut => ("timed out".to_string(), false),
+            _ => (io.to_string(), false),
+        },
+        ureq::Error::Timeout(_) => ("timed out".to_string(), false),
+        ureq::Error::HostNotFound => ("host not found".to_string(), true),
+        ureq::Error::ConnectionFailed => ("connection failed".to_string(), true),
+        ureq::Error::BodyExceedsLimit(n) => (format!("body larger than {n} bytes"), false),
+        ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
+            ("not an HTTP answer".to_string(), false)
+        }
+        other => (other.to_string(), false),
+    };
+    Failure {
+        what,
+        no_connection,
+    }
+}

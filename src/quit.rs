@@ -1,0 +1,203 @@
+//! Stopping the sidecars (SPEC §5): decide what to stop, POST every generic
+//! endpoint concurrently, then stop Istio/Envoy through the first applicable
+//! route, all within one deadline.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ureq::Agent;
+
+use crate::config::QuitConfig;
+use crate::http;
+use crate::log::{self, Field};
+use crate::procfs;
+
+/// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
+const ISTIO_ENVOY_ADMIN_PORT: u16 = 15000;
+/// pilot-agent's port, which does take `/quitquitquit`.
+const PILOT_AGENT_PORT: u16 = 15020;
+
+/// How Istio/Envoy gets stopped (SPEC §5.2, first match wins).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SidecarStop {
+    /// POST to pilot-agent (`ISTIO_QUIT_API`, the istio preset, or 15000 → 15020);
+    /// if it cannot connect, SIGINT a visible pilot-agent.
+    PilotAgent(String),
+    /// POST `ENVOY_KILL_API` as given.
+    EnvoyKill(String),
+    /// SIGINT a visible pilot-agent, else POST this admin `/quitquitquit`.
+    EnvoyAdmin(String),
+}
+
+/// What the quit phase will do.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Plan {
+    /// Generic endpoints, POSTed concurrently first.
+    pub generic: Vec<String>,
+    /// Istio/Envoy, stopped after them.
+    pub sidecar: Option<SidecarStop>,
+    /// Why Istio/Envoy or everything is left running, for the log.
+    pub kept: Option<&'static str>,
+}
+
+/// Decides what to stop after the app ended, failed or not (SPEC §5.1).
+pub(crate) fn plan(q: &QuitConfig, app_failed: bool) -> Plan {
+    if app_failed && q.keep_on_failure {
+        return Plan {
+            kept: Some("the app failed and NEVER_KILL_ISTIO_ON_FAILURE is set: stopping nothing"),
+            ..Plan::default()
+        };
+    }
+    let generic = q.generic.iter().map(|u| u.raw.clone()).collect();
+    // Without an admin URL only the istio preset can enable this, and its URL is loopback.
+    let local = q.admin.as_ref().is_none_or(|a| a.is_local());
+    let (sidecar, kept) = if !q.has_mesh {
+        (None, None)
+    } else if q.never_quit {
+        (
+            None,
+            Some("NEVER_KILL_ISTIO/NEVER_KILL_ENVOY is set: leaving Istio/Envoy running"),
+        )
+    } else if q.generic_only {
+        (
+            None,
+            Some("GENERIC_QUIT_ONLY is set: leaving Istio/Envoy running"),
+        )
+    } else if !local {
+        (
+            None,
+            Some("the Envoy admin URL is not local: leaving that Envoy running"),
+        )
+    } else if let Some(istio) = &q.istio_quit {
+        (
+            Some(SidecarStop::PilotAgent(istio.join("/quitquitquit"))),
+            None,
+        )
+    } else if let Some(kill) = &q.envoy_quit {
+        (Some(SidecarStop::EnvoyKill(kill.raw.clone())), None)
+    } else if let Some(admin) = &q.admin {
+        if admin.port == ISTIO_ENVOY_ADMIN_PORT {
+            let pilot = format!("{}/quitquitquit", admin.with_port(PILOT_AGENT_PORT));
+            (Some(SidecarStop::PilotAgent(pilot)), None)
+        } else {
+            (
+                Some(SidecarStop::EnvoyAdmin(admin.join("/quitquitquit"))),
+                None,
+            )
+        }
+    } else {
+        (None, None)
+    };
+    Plan {
+        generic,
+        sidecar,
+        kept,
+    }
+}
+
+/// Carries out `plan`, all within `timeout` (`None`: as long as the endpoints take).
+pub(crate) fn send(plan: &Plan, timeout: Option<Duration>) {
+    if let Some(why) = plan.kept {
+        log::info!("{why}");
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let agent = http::agent();
+    post_all(&agent, &plan.generic, deadline);
+    match &plan.sidecar {
+        None => {}
+        Some(SidecarStop::EnvoyKill(url)) => {
+            let _ = post_one(&agent, url, deadline);
+        }
+        Some(SidecarStop::PilotAgent(url)) => {
+            if let Err(failure) = post_one(&agent, url, deadline) {
+                if failure.no_connection {
+                    interrupt_pilot_agents();
+                }
+            }
+        }
+        Some(SidecarStop::EnvoyAdmin(url)) if !interrupt_pilot_agents() => {
+            let _ = post_one(&agent, url, deadline);
+        }
+        Some(SidecarStop::EnvoyAdmin(_)) => {}
+    }
+}
+
+/// POSTs to every URL at once; returns when all answered or the deadline passed.
+fn post_all(agent: &Agent, urls: &[String], deadline: Option<Instant>) {
+    let (tx, rx) = mpsc::channel();
+    let mut started = 0;
+    for url in urls {
+        let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
+        let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+            let _ = tx.send(post_one(&agent, &url, deadline));
+        });
+        match spawned {
+            Ok(_) => started += 1,
+            Err(e) => log::error!("cannot start a quit request: {e}"),
+        }
+    }
+    drop(tx);
+    for answered in 0..started {
+        let got = match deadline {
+            Some(d) => rx
+                .recv_timeout(d.saturating_duration_since(Instant::now()))
+                .is_ok(),
+            None => rx.recv().is_ok(),
+        };
+        if !got {
+            log::warning!(
+                "{} quit request(s) unanswered at the quit deadline",
+                started - answered
+            );
+            return;
+        }
+    }
+}
+
+fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let shown = crate::values::redact(url);
+    let result = match left {
+        Some(left) if left.is_zero() => Err(http::Failure {
+            what: "no time left before the quit deadline".into(),
+            no_connection: false,
+        }),
+        _ => http::post_empty(agent, url, left),
+    };
+    match &result {
+        Ok(404) if url.ends_with("/shutdown") => log::warning!(
+            "quit POST {shown}: 404 (Linkerd answers 404 unless the proxy runs with \
+             LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)"
+        ),
+        Ok(status) => log::event(
+            log::Level::Info,
+            format_args!("quit POST {shown}: {status}"),
+            &[
+                ("url", Field::Str(&shown)),
+                ("status", Field::Int(i64::from(*status))),
+            ],
+        ),
+        Err(failure) => log::event(
+            log::Level::Warn,
+            format_args!("quit POST {shown} failed: {}", failure.what),
+            &[
+                ("url", Field::Str(&shown)),
+                ("error", Field::Str(&failure.what)),
+            ],
+        ),
+    }
+    result
+}
+
+/// SIGINTs every visible pilot-agent; true when there was one.
+fn interrupt_pilot_agents() -> bool {
+    let pids = procfs::find_pilot_agents();
+    for &pid in &pids {
+        match procfs::interrupt(pid) {
+            Ok(()) => log::info!("sent SIGINT to pilot-agent (pid {pid})"),
+            Err(e) => log::warning!("could not signal pilot-agent (pid {pid}): {e}"),
+        }
+    }
+    !pids.is_empty()
+}

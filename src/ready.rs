@@ -1,0 +1,269 @@
+//! Waiting for readiness (SPEC §3): a poller thread checks every sidecar with a
+//! capped backoff while the main thread waits for the first of "ready", a
+//! terminating signal or a timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ureq::Agent;
+
+use crate::config::{Check, Config};
+use crate::http;
+use crate::log::{self, Field};
+use crate::signals::{Event, TERMINATING};
+
+/// How the wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// Every check passed.
+    Ready,
+    /// `--wait-timeout` elapsed: start the app anyway.
+    TimedOut,
+    /// `--fail-timeout` elapsed: do not start the app.
+    Failed,
+    /// A terminating signal arrived.
+    Interrupted(i32),
+}
+
+/// First interval between polls; it grows ×1.5 up to `poll_max`.
+const FIRST_INTERVAL: Duration = Duration::from_millis(10);
+/// First progress line after this long, then one every `PROGRESS_EVERY`.
+const FIRST_PROGRESS: Duration = Duration::from_secs(2);
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Waits until every check in `cfg` passes (SPEC §3). `events` carries signals from
+/// the relay; `sender` is its other end, lent to the poller.
+pub(crate) fn wait_until_ready(
+    cfg: &Config,
+    events: &Receiver<Event>,
+    sender: &Sender<Event>,
+) -> Readiness {
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let (checks, poll_max, stop, sender) = (
+            cfg.checks.clone(),
+            cfg.poll_max,
+            Arc::clone(&stop),
+            sender.clone(),
+        );
+        thread::Builder::new()
+            .name("readiness".into())
+            .spawn(move || poll_until_ready(checks, poll_max, &stop, &sender, start))
+    };
+    let poller = match poller {
+        Ok(p) => p,
+        Err(e) => {
+            log::error!("cannot start the readiness poller: {e}");
+            return Readiness::Failed;
+        }
+    };
+    // QUIT_WITHOUT_ENVOY_TIMEOUT takes precedence over WAIT_FOR_ENVOY_TIMEOUT (SPEC §2).
+    let (limit, on_limit) = match (cfg.fail_timeout, cfg.wait_timeout) {
+        (Some(d), _) => (Some(d), Readiness::Failed),
+        (None, Some(d)) => (Some(d), Readiness::TimedOut),
+        (None, None) => (None, Readiness::Ready),
+    };
+    let outcome = loop {
+        let event = match limit {
+            Some(limit) => events.recv_timeout(limit.saturating_sub(start.elapsed())),
+            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match event {
+            Ok(Event::Ready) => break Readiness::Ready,
+            Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => {
+                log::info!("signal {sig} while waiting for the sidecars: giving up");
+                break Readiness::Interrupted(sig);
+            }
+            Ok(Event::Signal(sig)) => log::debug!("ignoring signal {sig}: the app has not started"),
+            Err(RecvTimeoutError::Timeout) => break on_limit,
+            // The relay thread is gone: no more signals can come, keep waiting for the poller.
+            Err(RecvTimeoutError::Disconnected) => break Readiness::Failed,
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    poller.thread().unpark();
+    if outcome == Readiness::TimedOut {
+        // The app must start beside the relay thread only (SPEC §4), so let the
+        // poller finish its current request (≤ 1 s) first.
+        let _ = poller.join();
+    }
+    outcome
+}
+
+/// The state of one check between polls.
+struct Probe {
+    check: Check,
+    ready: bool,
+    /// `/ready` answered 404 once: ask `/server_info` directly from then on.
+    old_envoy: bool,
+    last: String,
+}
+
+fn poll_until_ready(
+    checks: Vec<Check>,
+    poll_max: Duration,
+    stop: &AtomicBool,
+    sender: &Sender<Event>,
+    start: Instant,
+) {
+    let agent = http::agent();
+    let mut probes: Vec<Probe> = checks
+        .into_iter()
+        .map(|check| Probe {
+            check,
+            ready: false,
+            old_envoy: false,
+            last: "not asked yet".into(),
+        })
+        .collect();
+    log::info!("waiting for {}", describe(&probes, false));
+    let mut interval = FIRST_INTERVAL;
+    let mut polls: u64 = 0;
+    let mut next_progress = start + FIRST_PROGRESS;
+    while !stop.load(Ordering::Relaxed) {
+        polls += 1;
+        for probe in probes.iter_mut().filter(|p| !p.ready) {
+            poll(&agent, probe);
+        }
+        if probes.iter().all(|p| p.ready) {
+            let waited = start.elapsed();
+            log::event(
+                log::Level::Info,
+                format_args!(
+                    "sidecars ready after {} ({polls} polls)",
+                    log::human(waited)
+                ),
+                &[
+                    (
+                        "waited_ms",
+                        Field::Int(i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)),
+                    ),
+                    (
+                        "polls",
+                        Field::Int(i64::try_from(polls).unwrap_or(i64::MAX)),
+                    ),
+                ],
+            );
+            let _ = sender.send(Event::Ready);
+            return;
+        }
+        if Instant::now() >= next_progress {
+            log::info!(
+                "still waiting after {} ({polls} polls): {}",
+                log::human(start.elapsed()),
+                describe(&probes, true)
+            );
+            next_progress += PROGRESS_EVERY;
+        }
+        // Parked, not slept, so an abandoned wait ends the poller at once.
+        thread::park_timeout(interval);
+        interval = interval.mul_f64(1.5).min(poll_max);
+    }
+}
+
+fn describe(probes: &[Probe], with_answers: bool) -> String {
+    let parts: Vec<String> = probes
+        .iter()
+        .map(|p| {
+            let name = match &p.check {
+                Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
+                Check::Url(url) => url.redacted(),
+            };
+            if with_answers {
+                format!("{name}: {}", p.last)
+            } else {
+                name
+            }
+        })
+        .collect();
+    parts.join(", ")
+}
+
+fn poll(agent: &Agent, probe: &mut Probe) {
+    let answer = match &probe.check {
+        Check::Url(url) => http::get_status(agent, &url.raw).map(|s| ((200..300).contains(&s), s)),
+        Check::Envoy(admin) if !probe.old_envoy => {
+            match http::get_status(agent, &admin.join("/ready")) {
+                Ok(404) => {
+                    log::debug!(
+                        "{}/ready answered 404: asking /server_info",
+                        admin.redacted()
+                    );
+                    probe.old_envoy = true;
+                    server_info_live(agent, &admin.join("/server_info"))
+                }
+                other => other.map(|s| (s == 200, s)),
+            }
+        }
+        Check::Envoy(admin) => server_info_live(agent, &admin.join("/server_info")),
+    };
+    match answer {
+        Ok((ready, status)) => {
+            probe.ready = ready;
+            probe.last = status.to_string();
+        }
+        Err(failure) => probe.last = failure.what,
+    }
+    log::debug!(
+        "poll {}: {}",
+        describe(std::slice::from_ref(probe), false),
+        probe.last
+    );
+}
+
+/// Envoy before `/ready`: ready when `/server_info` says `"state": "LIVE"`.
+fn server_info_live(agent: &Agent, url: &str) -> Result<(bool, u16), http::Failure> {
+    let (status, body) = http::get_text(agent, url)?;
+    Ok((status == 200 && json_state(&body) == Some("LIVE"), status))
+}
+
+/// The string value of the top-level-looking `"state"` key, found without a JSON
+/// library: Envoy prints `"state": "LIVE"` once, and its value has no escapes.
+fn json_state(body: &str) -> Option<&str> {
+    let after_key = &body[body.find("\"state\"")? + "\"state\"".len()..];
+    let after_colon = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let value = after_colon.strip_prefix('"')?;
+    Some(&value[..value.find('"')?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_info_state_is_read_from_envoy_json() {
+        let live = "{\n \"version\": \"abc/1.0\",\n \"state\": \"LIVE\",\n \"uptime\": \"3s\"\n}";
+        assert_eq!(json_state(live), Some("LIVE"));
+        assert_eq!(
+            json_state("{\"state\":\"PRE_INITIALIZING\"}"),
+            Some("PRE_INITIALIZING")
+        );
+        for bad in [
+            "",
+            "{}",
+            "{\"state\": LIVE}",
+            "{\"state\"",
+            "{\"state\": \"LIVE",
+            "\u{0}\"state\":",
+        ] {
+            assert_ne!(json_state(bad), Some("LIVE"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn backoff_reaches_poll_max_and_stays_there() {
+        let poll_max = Duration::from_millis(250);
+        let mut interval = FIRST_INTERVAL;
+        let mut total = Duration::ZERO;
+        for _ in 0..100 {
+            total += interval;
+            interval = interval.mul_f64(1.5).min(poll_max);
+        }
+        assert_eq!(interval, poll_max);
+        assert!(total < Duration::from_secs(30));
+    }
+}

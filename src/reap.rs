@@ -1,0 +1,103 @@
+//! Waiting for the app and reaping everything else: as PID 1 or as a child
+//! subreaper, every orphan that exits is collected at once, and the app's own
+//! status is read without racing the relay (SPEC §4).
+
+use std::io;
+
+use crate::child::ChildEnd;
+use crate::error::Error;
+use crate::log;
+use crate::signals::Relay;
+
+/// Registers tandem as a child subreaper unless it is PID 1 (which reaps anyway),
+/// so orphans of the app are re-parented here and reaped promptly.
+pub(crate) fn become_subreaper() {
+    // SAFETY: getpid and prctl(PR_SET_CHILD_SUBREAPER, 1) take plain integers.
+    unsafe {
+        if libc::getpid() == 1 {
+            return;
+        }
+        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
+            let err = io::Error::last_os_error();
+            log::warning!(
+                "could not become a child subreaper ({err}): orphans of the app go to init"
+            );
+        }
+    }
+}
+
+/// Blocks until the app (`pid`) ends, reaping every other child that exits
+/// meanwhile. With `job_control`, a terminal stop of the app stops tandem too, so
+/// the shell gets its prompt back. No timers: the thread sleeps in `waitid`.
+pub(crate) fn wait_for(
+    pid: libc::pid_t,
+    relay: &Relay,
+    job_control: bool,
+) -> Result<ChildEnd, Error> {
+    let mut flags = libc::WEXITED | libc::WNOWAIT;
+    if job_control {
+        flags |= libc::WSTOPPED;
+    }
+    loop {
+        // WNOWAIT peeks: the app's pid must stay unreaped until the relay lets go of it.
+        // SAFETY: siginfo_t is plain data; zeroed is a valid initial value for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: info is a valid, writable siginfo_t.
+        if unsafe { libc::waitid(libc::P_ALL, 0, &mut info, flags) } != 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(Error::Io("waiting for the app", err));
+        }
+        // SAFETY: waitid filled info for a child event, so the pid and status fields are set.
+        let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if info.si_code == libc::CLD_STOPPED || info.si_code == libc::CLD_TRAPPED {
+            consume_stop(who);
+            if who == pid && is_terminal_stop(status) {
+                log::debug!("the app was stopped by signal {status}; stopping too");
+                // SAFETY: stopping ourselves hands the terminal back to the shell; SIGCONT resumes us.
+                unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+            }
+            continue;
+        }
+        if who == pid {
+            relay.child_gone();
+            let status = reap(pid)?;
+            reap_orphans();
+            return Ok(ChildEnd::from_wait_status(status));
+        }
+        let _ = reap(who);
+    }
+}
+
+fn is_terminal_stop(sig: i32) -> bool {
+    matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
+}
+
+fn consume_stop(who: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer; WNOHANG never blocks.
+    unsafe { libc::waitpid(who, &mut status, libc::WUNTRACED | libc::WNOHANG) };
+}
+
+fn reap(who: libc::pid_t) -> Result<i32, Error> {
+    let mut status = 0;
+    loop {
+        // SAFETY: status is a valid out-pointer.
+        if unsafe { libc::waitpid(who, &mut status, 0) } >= 0 {
+            return Ok(status);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::Io("reaping a child", err));
+        }
+    }
+}
+
+/// Collects every zombie already waiting, without blocking.
+pub(crate) fn reap_orphans() {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer; WNOHANG never blocks.
+    while unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } > 0 {}
+}
