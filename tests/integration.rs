@@ -1,1 +1,5 @@
+//! The integration test crate: one binary for every integration test module, so the
+//! suite links once. Add a `mod xyz;` line here for each new `tests/xyz.rs`.
 
+mod fake;
+mod support;

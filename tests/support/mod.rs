@@ -1,0 +1,304 @@
+//! Harness for integration tests: the fake sidecar, and helpers that run the real
+//! `tandem` binary with a clean environment under a kill timeout, capture its
+//! output, signal it, and dump everything when a test fails (STYLE §7.3).
+
+// Each test module uses a different subset of these helpers.
+#![allow(dead_code)]
+
+pub mod fake_admin;
+
+pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Signal numbers on x86_64 and aarch64 Linux.
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGQUIT: i32 = 3;
+pub const SIGKILL: i32 = 9;
+pub const SIGUSR1: i32 = 10;
+pub const SIGUSR2: i32 = 12;
+pub const SIGTERM: i32 = 15;
+
+/// `PATH` for the child when the test process has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// How long to wait for the output pipes to close once the child has exited; an
+/// orphaned grandchild may hold them open, and then the output so far is kept.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+/// Interval of [`wait_until`] and of the exit check in [`Running::wait`].
+const POLL: Duration = Duration::from_millis(5);
+
+// std links libc already; one declaration avoids a dependency for one call.
+unsafe extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+/// `tandem` from this build, with an empty environment except `PATH`.
+pub fn tandem() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tandem"));
+    cmd.env_clear();
+    cmd.env(
+        "PATH",
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH)),
+    );
+    cmd
+}
+
+/// What a finished run produced.
+#[derive(Debug)]
+pub struct Out {
+    /// The command line and environment, as `Command`'s `Debug` shows them.
+    pub command: String,
+    pub status: ExitStatus,
+    /// The exit code; `None` if tandem itself was killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    /// From spawn to exit.
+    pub elapsed: Duration,
+}
+
+impl Out {
+    /// Stdout as (lossy) UTF-8.
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Everything about the run, for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "command: {}\nstatus: {} (code {:?}) after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}--- end ---\n",
+            self.command,
+            self.status,
+            self.code,
+            self.elapsed,
+            self.stdout_str(),
+            self.stderr
+        )
+    }
+
+    /// [`Out::dump`] followed by the request logs of `fakes`.
+    pub fn dump_with(&self, fakes: &[&FakeAdmin]) -> String {
+        let mut out = self.dump();
+        for fake in fakes {
+            out += &fake.dump();
+        }
+        out
+    }
+}
+
+/// Runs `cmd` to completion with stdout and stderr captured; kills it and panics
+/// with a dump if it runs longer than `timeout`.
+pub fn run(cmd: &mut Command, timeout: Duration) -> Out {
+    spawn(cmd).wait(timeout)
+}
+
+/// Starts `cmd` with stdin closed and stdout/stderr captured, for tests that
+/// interact with it while it runs.
+pub fn spawn(cmd: &mut Command) -> Running {
+    let command = format!("{cmd:?}");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot spawn {command}: {err}"));
+    let stdout = Pipe::drain(child.stdout.take().expect("stdout is piped"));
+    let stderr = Pipe::drain(child.stderr.take().expect("stderr is piped"));
+    Running {
+        child,
+        command,
+        started,
+        stdout,
+        stderr,
+        status: None,
+    }
+}
+
+/// A child's output, collected by a thread as it arrives.
+struct Pipe {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    closed: Receiver<()>,
+}
+
+impl Pipe {
+    fn drain(mut source: impl Read + Send + 'static) -> Pipe {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (done, closed) = mpsc::channel();
+        let sink = Arc::clone(&bytes);
+        thread::spawn(move || {
+            let mut buf = [0; 8192];
+            while let Ok(n @ 1..) = source.read(&mut buf) {
+                sink.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(&buf[..n]);
+            }
+            let _ = done.send(());
+        });
+        Pipe { bytes, closed }
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits up to `grace` for EOF, then returns what arrived.
+    fn finish(&self, grace: Duration) -> Vec<u8> {
+        let _ = self.closed.recv_timeout(grace);
+        self.snapshot()
+    }
+}
+
+/// A tandem process that is still running; dropping it kills and reaps it.
+pub struct Running {
+    pub child: Child,
+    command: String,
+    started: Instant,
+    stdout: Pipe,
+    stderr: Pipe,
+    /// Set once the child is reaped (after which its pid may be reused).
+    status: Option<(ExitStatus, Instant)>,
+}
+
+impl Running {
+    /// The child's process id.
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("pid fits in i32")
+    }
+
+    /// Sends signal `sig` to the child; panics if it was already reaped.
+    pub fn signal(&mut self, sig: i32) {
+        self.reap_if_exited();
+        assert!(
+            self.status.is_none(),
+            "cannot send signal {sig}: tandem already exited\n{}",
+            self.dump_so_far()
+        );
+        // SAFETY: kill has no memory effects; the pid is our unreaped child, so it
+        // cannot have been reused by another process.
+        let rc = unsafe { kill(self.pid(), sig) };
+        assert_eq!(
+            rc,
+            0,
+            "kill({}, {sig}): {}",
+            self.pid(),
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// Whether the child is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.reap_if_exited();
+        self.status.is_none()
+    }
+
+    /// Stderr written so far (e.g. to wait for a log line before signalling).
+    pub fn stderr_so_far(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.snapshot()).into_owned()
+    }
+
+    /// Stdout written so far.
+    pub fn stdout_so_far(&self) -> Vec<u8> {
+        self.stdout.snapshot()
+    }
+
+    /// Waits for the child to exit; kills it and panics with a dump if it takes
+    /// longer than `timeout`.
+    pub fn wait(mut self, timeout: Duration) -> Out {
+        let exited = wait_until(timeout, || {
+            self.reap_if_exited();
+            self.status.is_some()
+        });
+        if !exited {
+            self.kill_and_reap();
+            panic!(
+                "tandem did not exit within {timeout:?}; killed it\n{}",
+                self.finish().dump()
+            );
+        }
+        self.finish()
+    }
+
+    fn reap_if_exited(&mut self) {
+        if self.status.is_none()
+            && let Ok(Some(status)) = self.child.try_wait()
+        {
+            self.status = Some((status, Instant::now()));
+        }
+    }
+
+    fn kill_and_reap(&mut self) {
+        if self.status.is_none() {
+            let _ = self.child.kill();
+            if let Ok(status) = self.child.wait() {
+                self.status = Some((status, Instant::now()));
+            }
+        }
+    }
+
+    /// The output of a reaped child.
+    fn finish(&self) -> Out {
+        let (status, ended) = self.status.expect("child was reaped");
+        let stdout = self.stdout.finish(PIPE_GRACE);
+        let stderr = self.stderr.finish(PIPE_GRACE);
+        Out {
+            command: self.command.clone(),
+            status,
+            code: status.code(),
+            stdout,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            elapsed: ended.saturating_duration_since(self.started),
+        }
+    }
+
+    fn dump_so_far(&self) -> String {
+        format!(
+            "command: {}\n--- stderr so far ---\n{}--- end ---\n",
+            self.command,
+            self.stderr_so_far()
+        )
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+/// Polls `cond` every few milliseconds until it holds or `timeout` passes; `true`
+/// if it held. Use it instead of sleeping to synchronize (tini's `busy_wait`).
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        thread::sleep(POLL.min(deadline - now));
+    }
+}
+
+/// A new, empty directory unique to this call, under the system temp dir.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("tandem-test-{}-{n}-{name}", std::process::id()));
+    // A leftover from an earlier run with the same pid would leak old files in.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|err| panic!("cannot create {}: {err}", dir.display()));
+    dir
+}
