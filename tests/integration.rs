@@ -2,4 +2,5 @@
 //! suite links once. Add a `mod xyz;` line here for each new `tests/xyz.rs`.
 
 mod fake;
+mod quit;
 mod support;
