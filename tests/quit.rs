@@ -471,6 +471,37 @@ fn hanging_quit_endpoints_are_abandoned_at_quit_request_timeout() {
 }
 
 #[test]
+fn each_quit_request_unanswered_at_the_deadline_is_logged_by_url() {
+    let hang = start(Script::generic().fault(Fault::Hang));
+    let slow = start(Script::generic().delay(Duration::from_secs(10)));
+    let ok = start(Script::generic());
+    let list = format!("{}/hang,{}/slow,{}/ok", hang.url(), slow.url(), ok.url());
+    let out = run(
+        tandem()
+            .env("GENERIC_QUIT_ENDPOINTS", list)
+            .env("QUIT_REQUEST_TIMEOUT", "500ms")
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = out.dump_with(&[&hang, &slow, &ok]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    let lines = quit_lines(&out);
+    assert_eq!(lines.len(), 3, "one line per request, no more\n{dump}");
+    for url in [
+        format!("{}/hang", hang.url()),
+        format!("{}/slow", slow.url()),
+    ] {
+        let failed = format!("quit POST {url} failed: ");
+        assert!(
+            lines.iter().any(|line| line.contains(&failed)),
+            "expected {failed:?}: the user must see which endpoint did not answer\n{dump}"
+        );
+    }
+    let answered = format!("quit POST {}/ok: 200", ok.url());
+    assert!(lines.iter().any(|line| line.ends_with(&answered)), "{dump}");
+}
+
+#[test]
 fn istio_quit_that_hangs_is_abandoned_at_quit_request_timeout() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent().fault_on("/quitquitquit", Fault::Hang));
