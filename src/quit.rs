@@ -124,48 +124,65 @@ pub(crate) fn send(plan: &Plan, timeout: Option<Duration>) {
 }
 
 /// POSTs to every URL at once; returns when all answered or the deadline passed.
+/// Results are logged here as they arrive, and each URL still unanswered at the
+/// deadline gets its own line too (SPEC §5.3: each result is logged).
 fn post_all(agent: &Agent, urls: &[String], deadline: Option<Instant>) {
     let (tx, rx) = mpsc::channel();
-    let mut started = 0;
-    for url in urls {
+    let mut pending = vec![false; urls.len()];
+    for (i, url) in urls.iter().enumerate() {
         let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
         let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-            let _ = tx.send(post_one(&agent, &url, deadline));
+            let _ = tx.send((i, request(&agent, &url, deadline)));
         });
         match spawned {
-            Ok(_) => started += 1,
+            Ok(_) => pending[i] = true,
             Err(e) => log::error!("cannot start a quit request: {e}"),
         }
     }
     drop(tx);
-    for answered in 0..started {
-        let got = match deadline {
+    while pending.contains(&true) {
+        let answer = match deadline {
             Some(d) => rx
                 .recv_timeout(d.saturating_duration_since(Instant::now()))
-                .is_ok(),
-            None => rx.recv().is_ok(),
+                .ok(),
+            None => rx.recv().ok(),
         };
-        if !got {
-            log::warning!(
-                "{} quit request(s) unanswered at the quit deadline",
-                started - answered
-            );
-            return;
+        let Some((i, result)) = answer else { break };
+        pending[i] = false;
+        log_result(&urls[i], &result);
+    }
+    for (url, &unanswered) in urls.iter().zip(&pending) {
+        if unanswered {
+            let failure = http::Failure {
+                what: "no answer by the quit deadline".into(),
+                no_connection: false,
+            };
+            log_result(url, &Err(failure));
         }
     }
 }
 
+/// One quit request, logged.
 fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
-    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    let shown = crate::values::redact(url);
-    let result = match left {
+    let result = request(agent, url, deadline);
+    log_result(url, &result);
+    result
+}
+
+/// One quit request within what is left before `deadline`, not logged.
+fn request(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
         Some(left) if left.is_zero() => Err(http::Failure {
             what: "no time left before the quit deadline".into(),
             no_connection: false,
         }),
-        _ => http::post_empty(agent, url, left),
-    };
-    match &result {
+        left => http::post_empty(agent, url, left),
+    }
+}
+
+fn log_result(url: &str, result: &Result<u16, http::Failure>) {
+    let shown = crate::values::redact(url);
+    match result {
         Ok(404) if url.ends_with("/shutdown") => log::warning!(
             "quit POST {shown}: 404 (Linkerd answers 404 unless the proxy runs with \
              LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)"
@@ -187,7 +204,6 @@ fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, 
             ],
         ),
     }
-    result
 }
 
 /// SIGINTs every visible pilot-agent; true when there was one.

@@ -4,6 +4,8 @@
 mod fake;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// The quit phase: targets, order, concurrency, deadline, policies (SPEC §5).
+mod quit;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
