@@ -10,7 +10,7 @@ use crate::support::{
 use std::ffi::OsString;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -44,6 +44,43 @@ fn quiet_sh(script: &str, args: &[&str]) -> Command {
     cmd.args(["--log", "off", "sh", "-c", script, "sh"])
         .args(args);
     cmd
+}
+
+/// A temporary directory removed when dropped, also when the test fails: these
+/// tests leave copies of the binary and mebibytes of data behind otherwise.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        Scratch(temp_dir(name))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Make a read-only test directory removable again; errors are harmless here.
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A loopback port with nothing listening (it was free a moment ago).
@@ -142,7 +179,7 @@ fn missing_command_still_quits_the_sidecar() {
 
 #[test]
 fn non_executable_file_exits_126() {
-    let dir = temp_dir("not-executable");
+    let dir = Scratch::new("not-executable");
     let file = dir.join("app.sh");
     std::fs::write(&file, "#!/bin/sh\nexit 0\n").expect("write");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -156,7 +193,7 @@ fn non_executable_file_exits_126() {
 
 #[test]
 fn command_is_looked_up_in_path() {
-    let dir = temp_dir("path-lookup");
+    let dir = Scratch::new("path-lookup");
     write_executable(
         &dir.join("tandem-test-app"),
         "#!/bin/sh\nprintf 'found %s' \"$1\"\n",
@@ -184,7 +221,7 @@ fn command_is_looked_up_in_path() {
 
 #[test]
 fn command_with_a_slash_is_used_as_is() {
-    let dir = temp_dir("slash-command");
+    let dir = Scratch::new("slash-command");
     write_executable(&dir.join("app"), "#!/bin/sh\nprintf here\n");
     let out = run(
         tandem()
@@ -209,7 +246,7 @@ fn app_stdout_is_byte_exact_with_nul_and_no_trailing_newline() {
 
 #[test]
 fn app_stdout_passes_one_mebibyte_unchanged() {
-    let dir = temp_dir("large-output");
+    let dir = Scratch::new("large-output");
     let data = noise(1024 * 1024 + 4096);
     let file = dir.join("data");
     std::fs::write(&file, &data).expect("write data");
@@ -234,7 +271,7 @@ fn app_stderr_is_passed_through_untouched() {
 
 #[test]
 fn app_reads_the_stdin_tandem_was_given() {
-    let dir = temp_dir("stdin");
+    let dir = Scratch::new("stdin");
     let input = dir.join("input");
     let data = noise(100_000);
     std::fs::write(&input, &data).expect("write input");
@@ -256,7 +293,7 @@ fn app_reads_the_stdin_tandem_was_given() {
 
 #[test]
 fn app_inherits_environment_and_working_directory() {
-    let dir = temp_dir("inherit");
+    let dir = Scratch::new("inherit");
     let fake = start(Script::envoy());
     let out = run(
         tandem()
@@ -281,7 +318,7 @@ fn app_inherits_environment_and_working_directory() {
 fn tandem_writes_nothing_to_stdout_in_any_mode() {
     let fake = start(Script::envoy().ready_after(Duration::from_millis(100)));
     let closed = format!("http://127.0.0.1:{}", closed_port());
-    let install = temp_dir("stdout-install");
+    let install = Scratch::new("stdout-install");
     let runs: Vec<Vec<String>> = vec![
         vec!["true".into()],
         vec!["--wait-only".into()],
@@ -442,7 +479,7 @@ fn quit_only_exits_0_even_when_the_quit_fails() {
 
 #[test]
 fn install_to_copies_a_working_executable() {
-    let dir = temp_dir("install");
+    let dir = Scratch::new("install");
     let out = run(tandem().arg("--install-to").arg(&dir), RUN_TIMEOUT);
     assert_code(&out, 0);
     assert_eq!(list(&dir), ["tandem"], "{}", out.dump());
@@ -476,7 +513,7 @@ fn install_to_copies_a_working_executable() {
 
 #[test]
 fn install_to_a_missing_directory_exits_73() {
-    let dir = temp_dir("install-missing");
+    let dir = Scratch::new("install-missing");
     let target = dir.join("missing");
     let out = run(tandem().arg("--install-to").arg(&target), RUN_TIMEOUT);
     assert_code(&out, 73);
@@ -488,7 +525,7 @@ fn install_to_a_missing_directory_exits_73() {
 
 #[test]
 fn install_to_a_file_exits_73() {
-    let dir = temp_dir("install-file");
+    let dir = Scratch::new("install-file");
     let file = dir.join("file");
     std::fs::write(&file, "not a dir").expect("write");
     let out = run(tandem().arg("--install-to").arg(&file), RUN_TIMEOUT);
@@ -498,7 +535,7 @@ fn install_to_a_file_exits_73() {
 
 #[test]
 fn install_over_a_directory_exits_73_leaving_no_partial_file() {
-    let dir = temp_dir("install-over-dir");
+    let dir = Scratch::new("install-over-dir");
     std::fs::create_dir(dir.join("tandem")).expect("mkdir");
     std::fs::write(dir.join("tandem").join("keep"), "x").expect("write");
     let out = run(tandem().arg("--install-to").arg(&dir), RUN_TIMEOUT);
@@ -522,7 +559,7 @@ fn install_to_a_read_only_directory_exits_73_leaving_no_partial_file() {
         assert_code(&out, 73);
         return;
     }
-    let dir = temp_dir("install-read-only");
+    let dir = Scratch::new("install-read-only");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
     let out = run(tandem().arg("--install-to").arg(&dir), RUN_TIMEOUT);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -533,7 +570,7 @@ fn install_to_a_read_only_directory_exits_73_leaving_no_partial_file() {
 /// Runs an app that traps `name`, sends `sig` to tandem once the app runs, and
 /// checks that the app's trap ran exactly once and its exit status came back.
 fn assert_signal_reaches_app(sig: i32, name: &str) {
-    let dir = temp_dir("relay");
+    let dir = Scratch::new("relay");
     let marker = dir.join("running");
     let log = dir.join("log");
     let script = "trap 'echo \"got $1\" >> \"$2\"; exit 7' \"$1\"; \
