@@ -1,11 +1,22 @@
 //! The integration test crate: one binary for every integration test module, so the
 //! suite links once. Add a `mod xyz;` line here for each new `tests/xyz.rs`.
 
+/// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
+mod cli;
+/// The fake sidecar and the harness themselves.
 mod fake;
+/// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
+mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
+mod lifecycle;
+/// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
+mod logs;
 /// The quit phase: targets, order, concurrency, deadline, policies (SPEC §5).
 mod quit;
+/// Readiness: /ready, /server_info fallback, several URLs, timeouts, backoff (SPEC §3).
+mod ready;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).

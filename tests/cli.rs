@@ -1,0 +1,566 @@
+//! The command line and the environment as the user meets them (SPEC §1, §2, §7):
+//! usage errors, `--help`/`--version`, and "bad values are errors" — each bad
+//! value exits 64 with one line naming it, before anything is contacted or started.
+
+use crate::support::{FakeAdmin, Out, Script, run, tandem, temp_dir, wait_until};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Kill timeout of every run: far above what any of these runs needs.
+const RUN_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a request that tandem might have sent just before exiting may take
+/// to show up in the fake's log.
+const LATE_REQUEST: Duration = Duration::from_millis(50);
+
+/// Every environment variable of SPEC §2.
+const SPEC_VARIABLES: [&str; 21] = [
+    "ENVOY_ADMIN_API",
+    "START_WITHOUT_ENVOY",
+    "WAIT_FOR_ENVOY_TIMEOUT",
+    "QUIT_WITHOUT_ENVOY_TIMEOUT",
+    "ISTIO_QUIT_API",
+    "ENVOY_KILL_API",
+    "GENERIC_QUIT_ENDPOINTS",
+    "GENERIC_QUIT_ONLY",
+    "QUIT_REQUEST_TIMEOUT",
+    "NEVER_KILL_ISTIO",
+    "NEVER_KILL_ENVOY",
+    "NEVER_KILL_ISTIO_ON_FAILURE",
+    "ALWAYS_KILL_ENVOY",
+    "SCUTTLE_LOGGING",
+    "ENVOY_PREFLIGHT_LOGGING",
+    "TANDEM_LOG",
+    "TANDEM_LOG_FORMAT",
+    "TANDEM_READY_URLS",
+    "TANDEM_MESH",
+    "TANDEM_POLL_MAX",
+    "TANDEM_FORWARD_TO",
+];
+
+/// Every option of SPEC §1 and §2.
+const SPEC_OPTIONS: [&str; 23] = [
+    "--admin",
+    "--no-wait",
+    "--wait-timeout",
+    "--fail-timeout",
+    "--istio-quit",
+    "--envoy-quit",
+    "--quit ",
+    "--generic-quit-only",
+    "--quit-timeout",
+    "--never-quit",
+    "--keep-on-failure",
+    "--log ",
+    "--log-format",
+    "--ready",
+    "--mesh",
+    "--poll-max",
+    "--forward-to",
+    "--wait-only",
+    "--quit-only",
+    "--install-to",
+    "--help",
+    "--version",
+    "--",
+];
+
+fn start(script: Script) -> FakeAdmin {
+    FakeAdmin::start(script).expect("fake admin starts")
+}
+
+/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
+/// quit then goes straight to the fake, where without it tandem would first look
+/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
+fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
+    [
+        ("ENVOY_ADMIN_API", fake.url()),
+        ("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url())),
+    ]
+}
+
+/// A tandem whose every sidecar setting points at `fake`: admin, extra readiness
+/// URL and generic quit endpoint. Whatever tandem contacts, the fake logs it.
+fn aimed_at(fake: &FakeAdmin) -> Command {
+    let mut cmd = tandem();
+    cmd.envs(envoy_at(fake))
+        .env("TANDEM_READY_URLS", format!("{}/ready", fake.url()))
+        .env(
+            "GENERIC_QUIT_ENDPOINTS",
+            format!("{}/generic-quit", fake.url()),
+        );
+    cmd
+}
+
+/// Appends an app that creates `marker`, so a test can tell whether it started.
+fn app_touching(cmd: &mut Command, marker: &Path) {
+    cmd.args(["sh", "-c", "touch \"$1\"", "sh"]).arg(marker);
+}
+
+/// Asserts that `fake` never got a request, allowing a late one time to arrive.
+fn assert_untouched(fake: &FakeAdmin, out: &Out) {
+    let contacted = wait_until(LATE_REQUEST, || !fake.requests().is_empty());
+    assert!(
+        !contacted,
+        "tandem contacted a sidecar before refusing\n{}",
+        out.dump_with(&[fake])
+    );
+}
+
+/// Runs tandem with `env` on top of a configuration aimed at a fake, with
+/// `args` and an app that would leave a marker; asserts exit 64, one stderr line
+/// containing every one of `needles`, nothing on stdout, no request, no app.
+fn assert_refused(env: &[(&str, &str)], args: &[&str], needles: &[&str]) {
+    let fake = start(Script::envoy());
+    let dir = temp_dir("refused");
+    let marker = dir.join("started");
+    let mut cmd = aimed_at(&fake);
+    cmd.envs(env.iter().copied()).args(args);
+    app_touching(&mut cmd, &marker);
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "expected exit 64\n{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one stderr line\n{}", out.dump());
+    for needle in needles {
+        assert!(
+            lines[0].contains(needle),
+            "the error line does not name {needle:?}\n{}",
+            out.dump()
+        );
+    }
+    assert!(out.stdout.is_empty(), "stdout is not empty\n{}", out.dump());
+    assert!(
+        !marker.exists(),
+        "the app was started despite a bad value\n{}",
+        out.dump()
+    );
+    assert_untouched(&fake, &out);
+}
+
+/// [`assert_refused`] for a bad value: the line names `name` and `value`, and
+/// says what is expected (SPEC §2).
+fn assert_bad_value(env: &[(&str, &str)], args: &[&str], name: &str, value: &str) {
+    assert_refused(env, args, &[name, value, "expected"]);
+}
+
+#[test]
+fn no_command_prints_usage_to_stderr_and_exits_64() {
+    let fake = start(Script::envoy());
+    let out = run(&mut aimed_at(&fake), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(out.stdout.is_empty(), "{}", out.dump());
+    assert!(out.stderr.contains("Usage:"), "{}", out.dump());
+    assert!(out.stderr.contains("COMMAND"), "{}", out.dump());
+    assert_untouched(&fake, &out);
+}
+
+#[test]
+fn unknown_option_exits_64_naming_it() {
+    assert_refused(&[], &["--bogus"], &["--bogus"]);
+    assert_refused(&[], &["-z"], &["-z"]);
+}
+
+#[test]
+fn missing_option_value_exits_64_naming_the_option() {
+    let fake = start(Script::envoy());
+    for option in ["--admin", "--wait-timeout", "--ready", "--install-to"] {
+        let out = run(aimed_at(&fake).arg(option), RUN_TIMEOUT);
+        assert_eq!(out.code, Some(64), "{}", out.dump());
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+        assert!(out.stderr.contains(option), "{}", out.dump());
+        assert!(out.stdout.is_empty(), "{}", out.dump());
+        assert_untouched(&fake, &out);
+    }
+}
+
+#[test]
+fn wait_only_with_a_command_exits_64() {
+    assert_refused(&[], &["--wait-only"], &["--wait-only"]);
+    assert_refused(&[], &["--quit-only"], &["--quit-only"]);
+}
+
+#[test]
+fn two_modes_exit_64() {
+    let fake = start(Script::envoy());
+    let out = run(
+        aimed_at(&fake).args(["--wait-only", "--quit-only"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(out.stderr.contains("--quit-only"), "{}", out.dump());
+    assert_untouched(&fake, &out);
+}
+
+#[test]
+fn help_prints_usage_to_stdout_and_exits_0() {
+    let out = run(tandem().arg("--help"), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(out.stderr.is_empty(), "{}", out.dump());
+    let help = out.stdout_str();
+    assert!(help.contains("Usage:"), "{}", out.dump());
+    for option in SPEC_OPTIONS {
+        assert!(
+            help.contains(option),
+            "--help lacks {option}\n{}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn help_names_every_environment_variable() {
+    let out = run(tandem().arg("--help"), RUN_TIMEOUT);
+    let help = out.stdout_str();
+    let missing: Vec<&str> = SPEC_VARIABLES
+        .into_iter()
+        .filter(|var| !help.contains(var))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "--help lacks {missing:?}\n{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn version_prints_one_line_to_stdout_and_exits_0() {
+    let out = run(tandem().arg("--version"), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(out.stderr.is_empty(), "{}", out.dump());
+    assert_eq!(
+        out.stdout_str(),
+        format!("tandem {}\n", env!("CARGO_PKG_VERSION")),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn help_and_version_contact_nothing() {
+    let fake = start(Script::envoy());
+    for flag in ["--help", "--version"] {
+        let out = run(aimed_at(&fake).arg(flag), RUN_TIMEOUT);
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        assert_untouched(&fake, &out);
+    }
+}
+
+#[test]
+fn bad_duration_exits_64_naming_the_variable() {
+    assert_bad_value(
+        &[("WAIT_FOR_ENVOY_TIMEOUT", "5x")],
+        &[],
+        "WAIT_FOR_ENVOY_TIMEOUT",
+        "5x",
+    );
+    assert_bad_value(
+        &[("QUIT_WITHOUT_ENVOY_TIMEOUT", "1.5")],
+        &[],
+        "QUIT_WITHOUT_ENVOY_TIMEOUT",
+        "1.5",
+    );
+    assert_bad_value(
+        &[("QUIT_REQUEST_TIMEOUT", "five seconds")],
+        &[],
+        "QUIT_REQUEST_TIMEOUT",
+        "five seconds",
+    );
+}
+
+#[test]
+fn negative_duration_option_exits_64_naming_the_option() {
+    assert_bad_value(&[], &["--quit-timeout", "-1s"], "--quit-timeout", "-1s");
+    assert_bad_value(&[], &["--fail-timeout", "-5ms"], "--fail-timeout", "-5ms");
+}
+
+#[test]
+fn bad_boolean_exits_64_naming_the_variable() {
+    for var in [
+        "START_WITHOUT_ENVOY",
+        "GENERIC_QUIT_ONLY",
+        "NEVER_KILL_ISTIO",
+        "NEVER_KILL_ENVOY",
+        "NEVER_KILL_ISTIO_ON_FAILURE",
+        "ALWAYS_KILL_ENVOY",
+    ] {
+        assert_bad_value(&[(var, "maybe")], &[], var, "maybe");
+    }
+}
+
+#[test]
+fn bad_admin_url_exits_64_naming_the_variable() {
+    for url in [
+        "ftp://x",
+        "127.0.0.1:15000",
+        "http://",
+        "http://:15000",
+        "http://127.0.0.1:0",
+        "http://127.0.0.1:65536",
+        "http://127.0.0.1:http",
+    ] {
+        assert_bad_value(&[("ENVOY_ADMIN_API", url)], &[], "ENVOY_ADMIN_API", url);
+    }
+}
+
+#[test]
+fn bad_url_option_exits_64_naming_the_option() {
+    assert_bad_value(&[], &["--admin", "ftp://x"], "--admin", "ftp://x");
+    assert_bad_value(
+        &[],
+        &["--istio-quit", "http://127.0.0.1:0"],
+        "--istio-quit",
+        "http://127.0.0.1:0",
+    );
+    assert_bad_value(
+        &[],
+        &["--envoy-quit", "http:///quitquitquit"],
+        "--envoy-quit",
+        "http:///quitquitquit",
+    );
+}
+
+#[test]
+fn bad_url_in_a_list_exits_64_naming_the_list_and_the_item() {
+    assert_bad_value(
+        &[("GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:1/quit, ftp://x")],
+        &[],
+        "GENERIC_QUIT_ENDPOINTS",
+        "ftp://x",
+    );
+    assert_bad_value(
+        &[("TANDEM_READY_URLS", "http://127.0.0.1:65536/ready")],
+        &[],
+        "TANDEM_READY_URLS",
+        "http://127.0.0.1:65536/ready",
+    );
+    assert_bad_value(&[], &["--ready", "gopher://x"], "--ready", "gopher://x");
+    assert_bad_value(&[], &["--quit", "http://"], "--quit", "http://");
+}
+
+#[test]
+fn https_url_exits_64_in_a_build_without_tls() {
+    if cfg!(feature = "rustls") {
+        return;
+    }
+    let fake = start(Script::envoy());
+    let url = format!("https://{}", fake.addr());
+    assert_bad_value(&[("ENVOY_ADMIN_API", &url)], &[], "ENVOY_ADMIN_API", &url);
+}
+
+#[test]
+fn unknown_preset_exits_64_naming_it() {
+    assert_bad_value(&[("TANDEM_MESH", "consul")], &[], "TANDEM_MESH", "consul");
+    assert_bad_value(&[], &["--mesh", "istio,nope"], "--mesh", "nope");
+}
+
+#[test]
+fn bad_log_level_exits_64_naming_it() {
+    assert_bad_value(&[("TANDEM_LOG", "loud")], &[], "TANDEM_LOG", "loud");
+    assert_bad_value(
+        &[("SCUTTLE_LOGGING", "maybe")],
+        &[],
+        "SCUTTLE_LOGGING",
+        "maybe",
+    );
+    assert_bad_value(
+        &[("ENVOY_PREFLIGHT_LOGGING", "2")],
+        &[],
+        "ENVOY_PREFLIGHT_LOGGING",
+        "2",
+    );
+    assert_bad_value(&[], &["--log", "verbose"], "--log", "verbose");
+}
+
+#[test]
+fn bad_log_format_exits_64_naming_it() {
+    assert_bad_value(
+        &[("TANDEM_LOG_FORMAT", "xml")],
+        &[],
+        "TANDEM_LOG_FORMAT",
+        "xml",
+    );
+    assert_bad_value(&[], &["--log-format", "yaml"], "--log-format", "yaml");
+}
+
+#[test]
+fn bad_forward_to_exits_64_naming_it() {
+    assert_bad_value(
+        &[("TANDEM_FORWARD_TO", "parent")],
+        &[],
+        "TANDEM_FORWARD_TO",
+        "parent",
+    );
+    assert_bad_value(&[], &["--forward-to", "all"], "--forward-to", "all");
+}
+
+#[test]
+fn zero_poll_max_exits_64_naming_it() {
+    assert_bad_value(&[("TANDEM_POLL_MAX", "0")], &[], "TANDEM_POLL_MAX", "0");
+    assert_bad_value(&[], &["--poll-max", "0s"], "--poll-max", "0s");
+    assert_bad_value(&[("TANDEM_POLL_MAX", "-1s")], &[], "TANDEM_POLL_MAX", "-1s");
+}
+
+#[test]
+fn bad_value_is_reported_even_with_quiet_logging() {
+    assert_bad_value(
+        &[
+            ("SCUTTLE_LOGGING", "false"),
+            ("WAIT_FOR_ENVOY_TIMEOUT", "5x"),
+        ],
+        &[],
+        "WAIT_FOR_ENVOY_TIMEOUT",
+        "5x",
+    );
+}
+
+#[test]
+fn bad_value_stops_quit_only_before_any_quit() {
+    let fake = start(Script::envoy());
+    let out = run(
+        aimed_at(&fake)
+            .env("QUIT_REQUEST_TIMEOUT", "soon")
+            .arg("--quit-only"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(
+        out.stderr.contains("QUIT_REQUEST_TIMEOUT"),
+        "{}",
+        out.dump()
+    );
+    assert_untouched(&fake, &out);
+}
+
+#[test]
+fn admin_option_overrides_a_bad_variable() {
+    let fake = start(Script::envoy());
+    let dir = temp_dir("admin-override");
+    let marker = dir.join("started");
+    let mut cmd = tandem();
+    cmd.env("ENVOY_ADMIN_API", "ftp://not-read")
+        .env("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url()))
+        .args(["--admin", &fake.url()]);
+    app_touching(&mut cmd, &marker);
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
+    assert!(marker.exists(), "{}", out.dump());
+    assert!(
+        fake.count("GET", "/ready") >= 1,
+        "--admin was not polled\n{}",
+        out.dump_with(&[&fake])
+    );
+}
+
+#[test]
+fn duration_and_log_options_override_bad_variables() {
+    let dir = temp_dir("options-override");
+    let marker = dir.join("started");
+    let mut cmd = tandem();
+    cmd.envs([
+        ("WAIT_FOR_ENVOY_TIMEOUT", "5x"),
+        ("QUIT_WITHOUT_ENVOY_TIMEOUT", "5x"),
+        ("QUIT_REQUEST_TIMEOUT", "5x"),
+        ("TANDEM_POLL_MAX", "0"),
+        ("TANDEM_LOG", "loud"),
+        ("TANDEM_LOG_FORMAT", "xml"),
+        ("TANDEM_FORWARD_TO", "parent"),
+    ])
+    .args([
+        "--wait-timeout",
+        "0",
+        "--fail-timeout",
+        "0",
+        "--quit-timeout",
+        "1s",
+        "--poll-max",
+        "100ms",
+        "--log",
+        "info",
+        "--log-format",
+        "text",
+        "--forward-to",
+        "group",
+    ]);
+    app_touching(&mut cmd, &marker);
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(marker.exists(), "{}", out.dump());
+}
+
+#[test]
+fn ready_and_quit_options_replace_bad_variable_lists() {
+    let fake = start(Script::generic());
+    let dir = temp_dir("lists-override");
+    let marker = dir.join("started");
+    let mut cmd = tandem();
+    cmd.env("TANDEM_READY_URLS", "ftp://not-read")
+        .env("GENERIC_QUIT_ENDPOINTS", "ftp://not-read")
+        .args(["--ready", &format!("{}/up", fake.url())])
+        .args(["--quit", &format!("{}/down", fake.url())]);
+    app_touching(&mut cmd, &marker);
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
+    assert!(marker.exists(), "{}", out.dump());
+    assert!(fake.count("GET", "/up") >= 1, "{}", out.dump_with(&[&fake]));
+    assert_eq!(
+        fake.count("POST", "/down"),
+        1,
+        "{}",
+        out.dump_with(&[&fake])
+    );
+}
+
+#[test]
+fn arguments_after_the_command_are_passed_untouched() {
+    let out = run(
+        tandem().args([
+            "--log",
+            "off",
+            "sh",
+            "-c",
+            "printf '%s|' \"$@\"",
+            "sh",
+            "--admin",
+            "ftp://x",
+            "--help",
+            "--",
+            "-V",
+        ]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(
+        out.stdout_str(),
+        "--admin|ftp://x|--help|--|-V|",
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn double_dash_ends_options_so_a_command_may_start_with_a_dash() {
+    let dir = temp_dir("dash-command");
+    let script = dir.join("-app");
+    std::fs::write(&script, "#!/bin/sh\nprintf 'dash app %s' \"$1\"\n").expect("write script");
+    make_executable(&script);
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+
+    let out = run(
+        tandem()
+            .env("PATH", &path)
+            .args(["--", "-app", "--version"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stdout_str(), "dash app --version", "{}", out.dump());
+
+    // Without `--`, the same word is an option, and an unknown one.
+    let out = run(tandem().env("PATH", &path).arg("-app"), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(out.stdout.is_empty(), "{}", out.dump());
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
