@@ -1,4 +1,5 @@
-# tandem: `make demo` shows the lifecycle, `make test` is everything CI checks.
+# tandem: `make demo` shows the lifecycle, `make test` is everything CI checks,
+# `make bench` measures what tandem costs (BENCHMARKS.md).
 # Every cargo call uses the committed Cargo.lock. Linker flags for the musl
 # targets live in .cargo/config.toml, so a plain `cargo build --target ...`
 # (the Dockerfile's) gives the same binary as `make static`.
@@ -118,3 +119,45 @@ tls: static
 
 clean:
 	$(CARGO) clean
+
+## bench: what tandem costs its users, beside the floor; prints one table and
+## writes it with the machine's description to target/bench/results.md
+## (copy a real run into BENCHMARKS.md). Takes a few minutes.
+## bench-smoke: the same in a short mode (CI keeps it working; numbers not for quoting).
+## Both measure the static musl build when the $(TARGET) target is installed,
+## else the glibc release build, and install hyperfine and GNU time (Debian's
+## packages, used for cross-checks) when run as root and missing.
+.PHONY: bench bench-smoke bench-deps
+
+bench: BENCH_FLAGS = --markdown target/bench/results.md
+bench-smoke: BENCH_FLAGS = --smoke --markdown target/bench/smoke.md
+
+bench bench-smoke: bench-deps
+	@set -e; \
+	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
+	   || timeout 120 rustup target add '$(TARGET)' >/dev/null 2>&1; then \
+	  $(CARGO) build --release --locked --target '$(TARGET)' --bin tandem --example bench_probe; \
+	  tandem='target/$(TARGET)/release/tandem'; build='static, $(TARGET)'; \
+	  floor='--size-floor target/$(TARGET)/release/examples/bench_probe'; \
+	else \
+	  echo "bench: no $(TARGET) target here: measuring the glibc release build instead"; \
+	  $(CARGO) build --release --locked --bin tandem; \
+	  tandem=target/release/tandem; build='glibc release (no musl target)'; floor=; \
+	fi; \
+	$(CARGO) build --release --locked --example bench --example bench_probe; \
+	mkdir -p target/bench; \
+	target/release/examples/bench --tandem "$$tandem" --build "$$build" $$floor \
+	  --probe target/release/examples/bench_probe --out target/bench $(BENCH_FLAGS)
+
+bench-deps:
+	@missing=; \
+	command -v hyperfine >/dev/null || missing="$$missing hyperfine"; \
+	[ -x /usr/bin/time ] || missing="$$missing time"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "bench: installing$$missing (Debian packages)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing </dev/null; } \
+	    || echo "bench: could not install$$missing: their cross-checks are skipped"; \
+	else \
+	  echo "bench:$$missing missing (apt-get needs root): their cross-checks are skipped"; \
+	fi

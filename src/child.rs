@@ -36,6 +36,16 @@ impl ChildEnd {
     }
 }
 
+/// True when stdin is tandem's controlling terminal, in the foreground or not:
+/// then the app's terminal stops are tandem's to pass on to the shell.
+pub(crate) fn on_terminal() -> bool {
+    // SAFETY: isatty, tcgetsid and getsid take and return plain integers.
+    unsafe {
+        libc::isatty(libc::STDIN_FILENO) == 1
+            && libc::tcgetsid(libc::STDIN_FILENO) == libc::getsid(0)
+    }
+}
+
 /// True when stdin is a terminal whose foreground process group is tandem's own:
 /// only then may tandem hand the terminal to the app.
 pub(crate) fn owns_terminal() -> bool {
@@ -65,12 +75,14 @@ pub(crate) fn ignore_tty_stops() -> TtyStops {
     }
 }
 
-/// Starts COMMAND with ARGS in a new process group; with `tty`, the group becomes
-/// the terminal's foreground, so a Ctrl-C reaches the app once and not tandem.
+/// Starts COMMAND with ARGS in a new process group, restoring the terminal stops
+/// in `tty`; with `foreground`, the group becomes the terminal's foreground, so a
+/// Ctrl-C reaches the app once and not tandem.
 pub(crate) fn spawn(
     command: &OsStr,
     args: &[OsString],
     tty: Option<TtyStops>,
+    foreground: bool,
 ) -> Result<libc::pid_t, Error> {
     let mut cmd = Command::new(command);
     cmd.args(args).process_group(0);
@@ -79,8 +91,10 @@ pub(crate) fn spawn(
         // async-signal-safe calls (getpid, tcsetpgrp, signal); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
-                // SIGTTOU is still ignored here, so a background group may take the terminal.
-                libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpid());
+                if foreground {
+                    // SIGTTOU is still ignored here, so the new group may take the terminal.
+                    libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpid());
+                }
                 let sig_err = libc::SIG_ERR;
                 if libc::signal(libc::SIGTTIN, stops.ttin) == sig_err
                     || libc::signal(libc::SIGTTOU, stops.ttou) == sig_err

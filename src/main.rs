@@ -104,9 +104,14 @@ fn run(
             return EX_UNAVAILABLE;
         }
     }
-    let tty = child::owns_terminal().then(child::ignore_tty_stops);
+    // On its controlling terminal tandem does job control for the app even when
+    // started in the background; it hands over the foreground only when it has it.
+    let tty = child::on_terminal().then(child::ignore_tty_stops);
+    let foreground = tty.is_some() && child::owns_terminal();
     let group = cfg.forward_to == ForwardTo::Group;
-    let started = relay.run_child(group, tty.is_some(), || child::spawn(command, args, tty));
+    let started = relay.run_child(group, tty.is_some(), events, || {
+        child::spawn(command, args, tty, foreground)
+    });
     let code = match started.and_then(|pid| reap::wait_for(pid, relay, tty.is_some())) {
         Ok(end) => {
             let code = end.code();

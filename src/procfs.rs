@@ -2,16 +2,24 @@
 //! (SPEC §5.2, Istio ≤ 1.2 with a shared process namespace).
 
 use std::fs;
+use std::path::PathBuf;
 
 /// Name the kernel gives pilot-agent in `/proc/PID/comm`.
 const PILOT_AGENT: &str = "pilot-agent";
 
-/// Pids of every visible process named `pilot-agent`, tandem itself excluded.
+/// Pids of every visible process named `pilot-agent` in tandem's own PID
+/// namespace, tandem itself excluded.
+///
+/// A process of a nested PID namespace shows up in `/proc` too, but it belongs to
+/// another container's tree, not to this Pod's sidecar: it is skipped when its
+/// namespace can be read and differs. An unreadable namespace (a sidecar running
+/// as another user) counts as shared, since that is the case SPEC §5.2 is for.
 pub(crate) fn find_pilot_agents() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     let me = std::process::id();
+    let my_ns = fs::read_link("/proc/self/ns/pid").ok();
     entries
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -21,8 +29,16 @@ pub(crate) fn find_pilot_agents() -> Vec<i32> {
                 .map(|comm| comm.trim_end() == PILOT_AGENT)
                 .unwrap_or(false)
         })
+        .filter(|pid| in_namespace(*pid, my_ns.as_ref()))
         .filter_map(|pid| i32::try_from(pid).ok())
         .collect()
+}
+
+fn in_namespace(pid: u32, mine: Option<&PathBuf>) -> bool {
+    match (fs::read_link(format!("/proc/{pid}/ns/pid")), mine) {
+        (Ok(theirs), Some(mine)) => &theirs == mine,
+        _ => true,
+    }
 }
 
 /// Sends SIGINT to `pid` (pilot-agent's graceful stop).

@@ -201,3 +201,267 @@ fn interrupt_pilot_agents() -> bool {
     }
     !pids.is_empty()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    use crate::values::HttpUrl;
+
+    const GENERIC: &str = "http://127.0.0.1:8080/quit";
+
+    /// A fake environment: variable names and values.
+    type Env<'a> = &'a [(&'a str, &'a str)];
+
+    /// The quit settings `config::build` makes of a command line and an environment.
+    fn quit_config(args: &str, env: Env) -> QuitConfig {
+        let cli = crate::cli::parse(args.split_whitespace().map(OsString::from)).unwrap();
+        let vars: HashMap<&str, OsString> =
+            env.iter().map(|(k, v)| (*k, OsString::from(v))).collect();
+        crate::config::build(&cli, &|name| vars.get(name).cloned())
+            .unwrap_or_else(|e| panic!("{args:?} {env:?}: {e}"))
+            .quit
+    }
+
+    fn pilot(url: &str) -> Option<SidecarStop> {
+        Some(SidecarStop::PilotAgent(url.to_string()))
+    }
+
+    fn envoy_kill(url: &str) -> Option<SidecarStop> {
+        Some(SidecarStop::EnvoyKill(url.to_string()))
+    }
+
+    fn envoy_admin(url: &str) -> Option<SidecarStop> {
+        Some(SidecarStop::EnvoyAdmin(url.to_string()))
+    }
+
+    #[test]
+    fn generic_endpoints_are_always_sent_unless_a_failed_run_is_kept() {
+        let cases: &[(&str, Env, bool)] = &[
+            ("", &[], false),
+            ("", &[], true),
+            ("--never-quit", &[], false),
+            ("--generic-quit-only", &[], true),
+            ("--admin http://127.0.0.1:15000", &[], false),
+            ("--admin http://10.0.0.1:15000", &[], true),
+            ("--mesh istio --never-quit", &[], false),
+            ("", &[("NEVER_KILL_ISTIO", "true")], false),
+            ("", &[("NEVER_KILL_ENVOY", "true")], true),
+            ("--keep-on-failure", &[], false),
+        ];
+        for (args, env, failed) in cases {
+            let mut env = env.to_vec();
+            env.push(("GENERIC_QUIT_ENDPOINTS", GENERIC));
+            let p = plan(&quit_config(args, &env), *failed);
+            assert_eq!(p.generic, [GENERIC], "{args} {env:?} failed={failed}");
+        }
+    }
+
+    #[test]
+    fn generic_endpoints_keep_their_order_with_preset_quits_last() {
+        let q = quit_config(
+            "--quit http://127.0.0.1:1/a,http://127.0.0.1:2/b --mesh linkerd",
+            &[],
+        );
+        let p = plan(&q, false);
+        assert_eq!(
+            p.generic,
+            [
+                "http://127.0.0.1:1/a",
+                "http://127.0.0.1:2/b",
+                "http://127.0.0.1:4191/shutdown",
+            ]
+        );
+        assert_eq!(p.sidecar, None);
+    }
+
+    #[test]
+    fn keep_on_failure_stops_nothing_after_a_failure_only() {
+        for args in [
+            "--keep-on-failure --admin http://127.0.0.1:15000",
+            "--keep-on-failure --mesh istio,linkerd",
+        ] {
+            let q = quit_config(args, &[("GENERIC_QUIT_ENDPOINTS", GENERIC)]);
+            let failed = plan(&q, true);
+            assert!(failed.generic.is_empty(), "{args}");
+            assert_eq!(failed.sidecar, None, "{args}");
+            assert!(failed.kept.is_some(), "{args}");
+
+            let succeeded = plan(&q, false);
+            assert!(succeeded.generic.contains(&GENERIC.to_string()), "{args}");
+            assert!(succeeded.sidecar.is_some(), "{args}");
+            assert_eq!(succeeded.kept, None, "{args}");
+        }
+        // Without the setting a failure stops everything, as ALWAYS_KILL_ENVOY asks.
+        let q = quit_config(
+            "--admin http://127.0.0.1:15000",
+            &[("ALWAYS_KILL_ENVOY", "true")],
+        );
+        assert_eq!(
+            plan(&q, true).sidecar,
+            pilot("http://127.0.0.1:15020/quitquitquit")
+        );
+    }
+
+    #[test]
+    fn sidecar_is_left_running_when_told_or_not_local() {
+        let cases: &[(&str, Env)] = &[
+            ("--admin http://127.0.0.1:15000 --never-quit", &[]),
+            (
+                "--admin http://127.0.0.1:15000",
+                &[("NEVER_KILL_ISTIO", "true")],
+            ),
+            (
+                "--admin http://127.0.0.1:9901",
+                &[("NEVER_KILL_ENVOY", "1")],
+            ),
+            ("--mesh istio", &[("NEVER_KILL_ISTIO", "yes")]),
+            ("--admin http://127.0.0.1:15000 --generic-quit-only", &[]),
+            ("--mesh envoy", &[("GENERIC_QUIT_ONLY", "true")]),
+            ("--admin http://10.0.0.1:15000", &[]),
+            ("--admin http://127.0.0.1.example.com:15000", &[]),
+            ("--admin http://envoy.mesh:9901", &[]),
+            ("--admin http://[::2]:15000", &[]),
+            (
+                "--admin http://10.0.0.1:15000",
+                &[("ISTIO_QUIT_API", "http://127.0.0.1:15020")],
+            ),
+            (
+                "--admin http://10.0.0.1:9901",
+                &[("ENVOY_KILL_API", "http://127.0.0.1:9901/quitquitquit")],
+            ),
+        ];
+        for (args, env) in cases {
+            let p = plan(&quit_config(args, env), false);
+            assert_eq!(p.sidecar, None, "{args} {env:?}");
+            assert!(p.kept.is_some(), "{args} {env:?}: the log should say why");
+        }
+    }
+
+    #[test]
+    fn without_an_admin_url_or_preset_no_sidecar_is_stopped() {
+        let cases: &[(&str, Env)] = &[
+            ("", &[]),
+            ("", &[("ISTIO_QUIT_API", "http://127.0.0.1:15020")]),
+            ("--envoy-quit http://127.0.0.1:9901/quitquitquit", &[]),
+            ("--mesh linkerd,cloudsql", &[]),
+        ];
+        for (args, env) in cases {
+            let p = plan(&quit_config(args, env), false);
+            assert_eq!((p.sidecar, p.kept), (None, None), "{args} {env:?}");
+        }
+    }
+
+    #[test]
+    fn sidecar_stop_follows_the_cascade() {
+        let cases: &[(&str, Env, Option<SidecarStop>)] = &[
+            // 1. ISTIO_QUIT_API wins over everything else.
+            (
+                "--admin http://127.0.0.1:15000",
+                &[
+                    ("ISTIO_QUIT_API", "http://127.0.0.1:15021/"),
+                    ("ENVOY_KILL_API", "http://127.0.0.1:9901/kill"),
+                ],
+                pilot("http://127.0.0.1:15021/quitquitquit"),
+            ),
+            (
+                "--admin http://localhost:9901 --istio-quit http://localhost:15020",
+                &[],
+                pilot("http://localhost:15020/quitquitquit"),
+            ),
+            // The istio preset's pilot-agent is the Istio quit, with or without an admin URL.
+            (
+                "--mesh istio",
+                &[],
+                pilot("http://127.0.0.1:15020/quitquitquit"),
+            ),
+            (
+                "--mesh istio --admin http://127.0.0.1:15000",
+                &[],
+                pilot("http://127.0.0.1:15020/quitquitquit"),
+            ),
+            // 2. Else ENVOY_KILL_API, as given.
+            (
+                "--admin http://127.0.0.1:15000",
+                &[("ENVOY_KILL_API", "http://127.0.0.1:9901/kill")],
+                envoy_kill("http://127.0.0.1:9901/kill"),
+            ),
+            (
+                "--mesh envoy --envoy-quit http://127.0.0.1:9901/stop",
+                &[],
+                envoy_kill("http://127.0.0.1:9901/stop"),
+            ),
+            // 3. Else admin port 15000 means Istio: pilot-agent on 15020 of that host.
+            (
+                "--admin http://127.0.0.1:15000",
+                &[],
+                pilot("http://127.0.0.1:15020/quitquitquit"),
+            ),
+            (
+                "--admin http://localhost:15000/",
+                &[],
+                pilot("http://localhost:15020/quitquitquit"),
+            ),
+            (
+                "--admin http://[::1]:15000",
+                &[],
+                pilot("http://[::1]:15020/quitquitquit"),
+            ),
+            (
+                "--admin http://127.0.0.2:15000",
+                &[],
+                pilot("http://127.0.0.2:15020/quitquitquit"),
+            ),
+            // 4. Else plain Envoy through its own admin.
+            (
+                "--admin http://127.0.0.1:9901",
+                &[],
+                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+            ),
+            (
+                "--admin http://127.0.0.1:9901/",
+                &[],
+                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+            ),
+            (
+                "--mesh envoy",
+                &[],
+                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+            ),
+            (
+                "--admin http://[::1]:9901",
+                &[],
+                envoy_admin("http://[::1]:9901/quitquitquit"),
+            ),
+        ];
+        for (args, env, expected) in cases {
+            let p = plan(&quit_config(args, env), false);
+            assert_eq!(&p.sidecar, expected, "{args} {env:?}");
+            assert_eq!(p.kept, None, "{args} {env:?}");
+            assert!(p.generic.is_empty(), "{args} {env:?}");
+        }
+    }
+
+    #[test]
+    fn presets_combine_generic_quits_with_the_istio_quit() {
+        let p = plan(&quit_config("--mesh istio,cloudsql", &[]), false);
+        assert_eq!(p.generic, ["http://127.0.0.1:9091/quitquitquit"]);
+        assert_eq!(p.sidecar, pilot("http://127.0.0.1:15020/quitquitquit"));
+    }
+
+    #[test]
+    fn istio_quit_without_an_admin_url_counts_as_local() {
+        let q = QuitConfig {
+            istio_quit: Some(HttpUrl::parse("http://127.0.0.1:15020").unwrap()),
+            has_mesh: true,
+            ..QuitConfig::default()
+        };
+        assert_eq!(
+            plan(&q, false).sidecar,
+            pilot("http://127.0.0.1:15020/quitquitquit")
+        );
+        assert_eq!(plan(&q, true).sidecar, plan(&q, false).sidecar);
+    }
+}

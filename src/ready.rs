@@ -86,9 +86,9 @@ pub(crate) fn wait_until_ready(
     };
     stop.store(true, Ordering::Relaxed);
     poller.thread().unpark();
-    if outcome == Readiness::TimedOut {
-        // The app must start beside the relay thread only (SPEC §4), so let the
-        // poller finish its current request (≤ 1 s) first.
+    if matches!(outcome, Readiness::Ready | Readiness::TimedOut) {
+        // The app must start beside the relay thread only (SPEC §4). After Ready the
+        // poller has already returned; after a timeout it may finish one request (≤ 1 s).
         let _ = poller.join();
     }
     outcome

@@ -3,7 +3,7 @@
 //! them once it is gone, so a reaped pid is never signalled (SPEC §3, §4).
 
 use std::io;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
@@ -63,7 +63,7 @@ enum Target {
         pid: libc::pid_t,
         /// Relay to the whole process group.
         group: bool,
-        /// The app owns the terminal: give it back before relaying SIGCONT.
+        /// stdin is tandem's terminal: on SIGCONT, pass the foreground on to the app.
         tty: bool,
     },
     /// The app has been reaped: relaying could hit a reused pid.
@@ -79,8 +79,41 @@ pub(crate) struct Relay {
 
 /// Installs the handlers. Call first in `main`, before any thread or child exists,
 /// so no signal finds a default action in between.
+///
+/// A signal tandem's parent ignored stays ignored, so the app inherits it as with
+/// tini (`nohup tandem app` keeps the app immune to SIGHUP); a signal it blocked is
+/// unblocked, or it would never reach the relay (STYLE §7.6).
 pub(crate) fn register() -> io::Result<Signals> {
-    Signals::new(relayed())
+    let wanted: Vec<i32> = relayed().into_iter().filter(|&s| !is_ignored(s)).collect();
+    unblock(&wanted)?;
+    Signals::new(wanted)
+}
+
+/// Whether `sig`'s disposition is SIG_IGN right now.
+fn is_ignored(sig: i32) -> bool {
+    // SAFETY: sigaction is plain data; zeroed is a valid value to be overwritten.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries; old is a valid, writable sigaction.
+    let queried = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0;
+    queried && old.sa_sigaction == libc::SIG_IGN
+}
+
+/// Unblocks `sigs` in the calling thread; threads started later inherit the mask.
+fn unblock(sigs: &[i32]) -> io::Result<()> {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid, writable sigset_t; the numbers come from `relayed()`.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for &sig in sigs {
+            libc::sigaddset(&mut set, sig);
+        }
+    }
+    // SAFETY: set is initialised; a null old mask is allowed.
+    match unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        err => Err(io::Error::from_raw_os_error(err)),
+    }
 }
 
 impl Relay {
@@ -106,15 +139,24 @@ impl Relay {
 
     /// Runs `spawn` with the relay held, then relays to the pid it returns, so a
     /// signal that arrives during the spawn waits for the pid instead of being lost.
+    ///
+    /// Signals that reached `pending` after the wait ended (between "ready" and the
+    /// spawn) are relayed to the app too, so a SIGTERM in that gap is not lost.
     pub(crate) fn run_child<E>(
         &self,
         group: bool,
         tty: bool,
+        pending: &Receiver<Event>,
         spawn: impl FnOnce() -> Result<libc::pid_t, E>,
     ) -> Result<libc::pid_t, E> {
         let mut target = lock(&self.target);
         let pid = spawn()?;
         *target = Target::Running { pid, group, tty };
+        for event in pending.try_iter() {
+            if let Event::Signal(sig) = event {
+                deliver(pid, group, tty, sig);
+            }
+        }
         Ok(pid)
     }
 
@@ -142,22 +184,32 @@ fn relay_one(target: &Target, sig: i32, events: &Sender<Event>) {
         Target::Waiting => {
             let _ = events.send(Event::Signal(sig));
         }
-        Target::Running { pid, group, tty } => {
-            if sig == libc::SIGCONT && tty {
-                // Back from a job-control stop: the app gets the terminal again.
-                // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
-                unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, pid) };
-            }
-            let dest = if group { -pid } else { pid };
-            // SAFETY: kill takes plain integers; the pid is not reaped yet (Target::Done is
-            // set under this same lock before the main thread reaps it).
-            if unsafe { libc::kill(dest, sig) } != 0 {
-                let err = io::Error::last_os_error();
-                log::debug!("could not relay signal {sig} to {dest}: {err}");
-            } else {
-                log::debug!("relayed signal {sig} to {dest}");
-            }
-        }
+        Target::Running { pid, group, tty } => deliver(pid, group, tty, sig),
         Target::Done => {}
     }
+}
+
+/// Sends `sig` to the running app (or its group). Call with the relay state locked:
+/// Target::Done is set under that lock before the main thread reaps `pid`.
+fn deliver(pid: libc::pid_t, group: bool, tty: bool, sig: i32) {
+    if sig == libc::SIGCONT && tty && in_foreground() {
+        // `fg` gave tandem the terminal (after a Ctrl-Z, or after starting in the
+        // background): the app gets it. A `bg` leaves it where it is.
+        // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
+        unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, pid) };
+    }
+    let dest = if group { -pid } else { pid };
+    // SAFETY: kill takes plain integers; the pid is not reaped yet (see above).
+    if unsafe { libc::kill(dest, sig) } != 0 {
+        let err = io::Error::last_os_error();
+        log::debug!("could not relay signal {sig} to {dest}: {err}");
+    } else {
+        log::debug!("relayed signal {sig} to {dest}");
+    }
+}
+
+/// Whether tandem's process group is the foreground of its terminal (stdin).
+fn in_foreground() -> bool {
+    // SAFETY: tcgetpgrp and getpgrp take and return plain integers.
+    unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp() }
 }

@@ -1,0 +1,394 @@
+//! Signals (SPEC §3, §4): every catchable signal tandem relays reaches the app
+//! exactly once, SIGCHLD never does, `--forward-to group` reaches the whole group,
+//! a terminating signal while waiting ends the wait with `128 + N`, and the app
+//! inherits a clean mask and its parent's ignored set (tini's sigconf test).
+//!
+//! The app is a small Python recorder (a shell `trap` cannot count signals); the
+//! tests that need it print a reason and return when `python3` is missing.
+
+use crate::support::{FakeAdmin, Script, run, spawn, tandem, temp_dir, wait_until};
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Bound on any single wait for the app to react; generous for a loaded CI box.
+pub(crate) const REACT: Duration = Duration::from_secs(10);
+/// Bound on a whole tandem run.
+const RUN: Duration = Duration::from_secs(20);
+
+/// The recorder app: it handles the signals given as arguments by appending their
+/// numbers to `DIR/log-WHO`, announces itself by writing its pid to `DIR/ready-WHO`,
+/// and exits with the code in `DIR/stop-WHO` on the first signal after that file
+/// exists. With `fork`, a grandchild (WHO = `grandchild`) does the same in the app's
+/// process group.
+const RECORDER: &str = r#"
+import os, signal, sys
+d, mode, sigs = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
+who = 'app'
+if mode == 'fork' and os.fork() == 0:
+    who = 'grandchild'
+def on_signal(n, _):
+    stop = os.path.join(d, 'stop-' + who)
+    if os.path.exists(stop):
+        with open(stop) as f:
+            os._exit(int(f.read()))
+    with open(os.path.join(d, 'log-' + who), 'a') as f:
+        f.write('%d\n' % n)
+for s in sigs:
+    signal.signal(s, on_signal)
+tmp = os.path.join(d, 'ready-' + who + '.tmp')
+with open(tmp, 'w') as f:
+    f.write(str(os.getpid()))
+os.rename(tmp, os.path.join(d, 'ready-' + who))
+while True:
+    signal.pause()
+"#;
+
+/// The real `python3` executable (resolved once, so it runs with an empty
+/// environment), or `None` after printing why the calling test is skipped.
+pub(crate) fn python() -> Option<PathBuf> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()?;
+        let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        (out.status.success() && path.is_absolute()).then_some(path)
+    });
+    if found.is_none() {
+        eprintln!("skipped: python3 is not installed; the recorder app needs it");
+    }
+    found.clone()
+}
+
+/// A recorder app's files.
+pub(crate) struct Recorder {
+    pub dir: PathBuf,
+}
+
+impl Recorder {
+    pub(crate) fn new(name: &str) -> Recorder {
+        Recorder {
+            dir: temp_dir(name),
+        }
+    }
+
+    /// `tandem [OPTIONS] python3 -c RECORDER DIR MODE SIGS...`.
+    pub(crate) fn command(
+        &self,
+        python: &Path,
+        options: &[&str],
+        fork: bool,
+        sigs: &[i32],
+    ) -> Command {
+        let mut cmd = tandem();
+        cmd.args(options)
+            .arg(python)
+            .args(["-c", RECORDER])
+            .arg(&self.dir)
+            .arg(if fork { "fork" } else { "nofork" })
+            .args(sigs.iter().map(i32::to_string));
+        cmd
+    }
+
+    /// The pid `who` announced, once it has installed its handlers.
+    pub(crate) fn wait_ready(&self, who: &str) -> i32 {
+        let path = self.dir.join(format!("ready-{who}"));
+        let mut pid = None;
+        let ready = wait_until(REACT, || {
+            pid = fs::read_to_string(&path).ok().and_then(|s| s.parse().ok());
+            pid.is_some()
+        });
+        assert!(ready, "the recorder's {who} did not start within {REACT:?}");
+        pid.unwrap_or_default()
+    }
+
+    /// Signal numbers `who` has recorded, in order.
+    pub(crate) fn log(&self, who: &str) -> Vec<i32> {
+        fs::read_to_string(self.dir.join(format!("log-{who}")))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().expect("a signal number per line"))
+            .collect()
+    }
+
+    /// Waits until `who` has recorded `count` signals; returns them.
+    pub(crate) fn wait_log(&self, who: &str, count: usize) -> Vec<i32> {
+        let mut log = Vec::new();
+        let reached = wait_until(REACT, || {
+            log = self.log(who);
+            log.len() >= count
+        });
+        assert!(
+            reached,
+            "{who} recorded {log:?}, expected {count} signals within {REACT:?}"
+        );
+        log
+    }
+
+    /// The next signal `who` gets makes it exit with `code`.
+    pub(crate) fn stop(&self, who: &str, code: i32) {
+        fs::write(self.dir.join(format!("stop-{who}")), code.to_string()).expect("write stop");
+    }
+}
+
+/// Sends `sig` to `pid` directly (not through tandem).
+pub(crate) fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory effects; the caller knows `pid` is alive.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {sig}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Every signal tandem relays (src/signals.rs `relayed()`), RT signals sampled.
+fn relayed_sample() -> Vec<i32> {
+    let mut sigs = vec![
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGTERM,
+        libc::SIGSTKFLT,
+        libc::SIGCONT,
+        libc::SIGTSTP,
+        libc::SIGURG,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGWINCH,
+        libc::SIGIO,
+        libc::SIGPWR,
+    ];
+    // The test binary and tandem are built for the same target, so they agree on
+    // SIGRTMIN (glibc reserves 32 and 33 for itself, musl 32 to 34).
+    sigs.extend([
+        libc::SIGRTMIN(),
+        libc::SIGRTMIN() + 3,
+        libc::SIGRTMAX() - 1,
+        libc::SIGRTMAX(),
+    ]);
+    sigs
+}
+
+#[test]
+fn every_relayed_signal_reaches_the_app_exactly_once_and_sigchld_never() {
+    let Some(python) = python() else { return };
+    let rec = Recorder::new("relay-all");
+    let sigs = relayed_sample();
+    let mut handled = sigs.clone();
+    handled.push(libc::SIGCHLD);
+    let mut app = spawn(&mut rec.command(&python, &[], false, &handled));
+    rec.wait_ready("app");
+    for (i, &sig) in sigs.iter().enumerate() {
+        // One at a time: the kernel may merge a standard signal with a pending one.
+        app.signal(sig);
+        let log = rec.wait_log("app", i + 1);
+        assert_eq!(
+            log.last(),
+            Some(&sig),
+            "signal {sig} was not relayed: {log:?}"
+        );
+    }
+    // Not caught by tandem, so never relayed; USR1 is the barrier behind it.
+    app.signal(libc::SIGCHLD);
+    app.signal(libc::SIGUSR1);
+    rec.wait_log("app", sigs.len() + 1);
+    rec.stop("app", 0);
+    app.signal(libc::SIGUSR2);
+    let out = app.wait(RUN);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+
+    let log = rec.log("app");
+    for &sig in &sigs {
+        let times = log.iter().filter(|&&s| s == sig).count();
+        let expected = if sig == libc::SIGUSR1 { 2 } else { 1 };
+        assert_eq!(
+            times, expected,
+            "signal {sig} relayed {times} times: {log:?}"
+        );
+    }
+    assert!(
+        !log.contains(&libc::SIGCHLD),
+        "SIGCHLD reached the app: {log:?}"
+    );
+    assert_eq!(
+        log.len(),
+        sigs.len() + 1,
+        "unexpected extra signals: {log:?}"
+    );
+}
+
+/// Runs the forking recorder with `options`, sends SIGUSR1 to tandem, and returns
+/// whether the grandchild got it. SIGUSR2 sent straight to the grandchild is the
+/// barrier: a pending SIGUSR1 (lower number) is handled before it.
+fn grandchild_gets_relayed_usr1(options: &[&str]) -> bool {
+    let Some(python) = python() else {
+        return false;
+    };
+    let rec = Recorder::new("relay-group");
+    let sigs = [libc::SIGUSR1, libc::SIGUSR2];
+    let mut app = spawn(&mut rec.command(&python, options, true, &sigs));
+    rec.wait_ready("app");
+    let grandchild = rec.wait_ready("grandchild");
+    app.signal(libc::SIGUSR1);
+    assert_eq!(rec.wait_log("app", 1), [libc::SIGUSR1]);
+    kill(grandchild, libc::SIGUSR2);
+    let got = rec.wait_log("grandchild", 1).contains(&libc::SIGUSR1);
+    rec.stop("grandchild", 0);
+    kill(grandchild, libc::SIGUSR2);
+    rec.stop("app", 0);
+    app.signal(libc::SIGUSR2);
+    let out = app.wait(RUN);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    got
+}
+
+#[test]
+fn forward_to_group_reaches_a_grandchild() {
+    if python().is_none() {
+        return;
+    }
+    assert!(
+        grandchild_gets_relayed_usr1(&["--forward-to", "group"]),
+        "--forward-to group did not reach the grandchild"
+    );
+}
+
+#[test]
+fn default_relay_reaches_only_the_child() {
+    if python().is_none() {
+        return;
+    }
+    assert!(
+        !grandchild_gets_relayed_usr1(&[]),
+        "the default relay (child only) reached the grandchild"
+    );
+}
+
+#[test]
+fn terminating_signal_while_waiting_quits_sidecar_and_exits_128_plus_n() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        let fake = FakeAdmin::start(Script::envoy().never_ready()).expect("fake starts");
+        let dir = temp_dir("signal-while-waiting");
+        let marker = dir.join("app-started");
+        let mut cmd = tandem();
+        // ENVOY_KILL_API pins the quit to the fake: with plain ENVOY_ADMIN_API, a
+        // `pilot-agent` process of another test would get a SIGINT instead (§5.2).
+        cmd.env("ENVOY_ADMIN_API", fake.url())
+            .env("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url()))
+            .args(["sh", "-c", "touch \"$0\""])
+            .arg(&marker);
+        let mut waiting = spawn(&mut cmd);
+        assert!(
+            fake.wait_for_request("GET", "/ready", REACT),
+            "tandem never polled\n{}",
+            waiting.stderr_so_far()
+        );
+        let sent = Instant::now();
+        waiting.signal(sig);
+        let out = waiting.wait(RUN);
+        let took = sent.elapsed();
+        let dump = out.dump_with(&[&fake]);
+        assert_eq!(out.code, Some(128 + sig), "signal {sig}\n{dump}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "signal {sig}: exit took {took:?}\n{dump}"
+        );
+        assert!(
+            !marker.exists(),
+            "signal {sig}: the app was started\n{dump}"
+        );
+        assert!(
+            fake.quit_requests() >= 1,
+            "signal {sig}: no quit request\n{dump}"
+        );
+    }
+}
+
+/// `(SigBlk, SigIgn)` of the app, as `cat /proc/self/status` shows them, with the
+/// two glibc-internal signals (32, 33) cleared from SigIgn: glibc's posix_spawn
+/// leaves them ignored in every child of a glibc program, and no app can use them.
+fn app_sigblk_sigign(cmd: &mut Command) -> (u64, u64) {
+    let out = run(cmd.args(["cat", "/proc/self/status"]), RUN);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let status = out.stdout_str();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{}", out.dump()))
+    };
+    let glibc_internal = bit(32) | bit(33);
+    (field("SigBlk:"), field("SigIgn:") & !glibc_internal)
+}
+
+fn bit(sig: i32) -> u64 {
+    1 << (sig - 1)
+}
+
+#[test]
+fn app_starts_with_no_blocked_and_no_ignored_signals() {
+    let (blocked, ignored) = app_sigblk_sigign(&mut tandem());
+    assert_eq!(blocked, 0, "SigBlk {blocked:#x}");
+    assert_eq!(
+        ignored & (bit(libc::SIGTTIN) | bit(libc::SIGTTOU)),
+        0,
+        "tandem's own SIGTTIN/SIGTTOU ignore leaked into the app: {ignored:#x}"
+    );
+    assert_eq!(ignored, 0, "SigIgn {ignored:#x}");
+}
+
+/// Makes `cmd` start with SIGHUP ignored and SIGUSR1 blocked (as `nohup` and some
+/// launchers do).
+fn with_hup_ignored_and_usr1_blocked(cmd: &mut Command) -> &mut Command {
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
+    // calls on local plain data.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGUSR1);
+            if libc::signal(libc::SIGHUP, libc::SIG_IGN) == libc::SIG_ERR
+                || libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn app_inherits_the_ignored_set_of_tandems_parent_but_no_blocked_signals() {
+    let mut cmd = tandem();
+    let (blocked, ignored) = app_sigblk_sigign(with_hup_ignored_and_usr1_blocked(&mut cmd));
+    assert_eq!(blocked, 0, "SigBlk {blocked:#x}");
+    assert_eq!(ignored, bit(libc::SIGHUP), "SigIgn {ignored:#x}");
+}
+
+#[test]
+fn signal_blocked_when_tandem_started_is_still_relayed() {
+    let Some(python) = python() else { return };
+    let rec = Recorder::new("relay-blocked");
+    let mut cmd = rec.command(&python, &[], false, &[libc::SIGUSR1]);
+    let mut app = spawn(with_hup_ignored_and_usr1_blocked(&mut cmd));
+    rec.wait_ready("app");
+    app.signal(libc::SIGUSR1);
+    assert_eq!(rec.wait_log("app", 1), [libc::SIGUSR1]);
+    rec.stop("app", 3);
+    app.signal(libc::SIGUSR1);
+    let out = app.wait(RUN);
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+}
