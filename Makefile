@@ -1,16 +1,44 @@
 # tandem: `make demo` shows the lifecycle, `make test` is everything CI checks,
 # `make bench` measures what tandem costs (BENCHMARKS.md).
-# Every cargo call uses the committed Cargo.lock.
+# Every cargo call uses the committed Cargo.lock. Linker flags for the musl
+# targets live in .cargo/config.toml, so a plain `cargo build --target ...`
+# (the Dockerfile's) gives the same binary as `make static`.
 
 CARGO ?= cargo
+# The target that ships; `make static TARGET=aarch64-unknown-linux-musl` for arm64.
 TARGET ?= x86_64-unknown-linux-musl
+BIN = target/$(TARGET)/release/tandem
+HOST_ARCH := $(shell uname -m)
+# The musl target this machine runs natively (test-musl, deps).
+NATIVE_MUSL = $(HOST_ARCH)-unknown-linux-musl
+# A foreign TARGET runs under qemu-user in the smoke test (Debian's qemu-user-static).
+EMULATOR = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),,qemu-$(firstword $(subst -, ,$(TARGET)))-static)
+FAKE = target/release/examples/fake_sidecar
 
-.PHONY: all build demo test lint unit clean
+# Size of the stripped static binary: aim at the budget, fail above the limit, so
+# growth shows up as a warning long before it breaks the build.
+SIZE_BUDGET_KIB = 800
+SIZE_LIMIT_KIB = 900
+# Crates in `cargo tree -e normal` of the default build, tandem excluded. Raising it
+# needs a written reason (STYLE §7.5).
+DEPS_MAX = 15
+
+# rustup-target: install a rustup target when it is missing (CI starts without musl).
+rustup-target = @if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(1)'; then \
+	rustup target add '$(1)'; fi
+
+.PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
+	fake-sidecar arm64 tls clean
 
 all: build
 
-build:
-	$(CARGO) build --release --locked
+## build: the binary that ships (same as `make static`).
+build: static
+
+## static: stripped, fully static musl binary at target/$(TARGET)/release/tandem.
+static:
+	$(call rustup-target,$(TARGET))
+	$(CARGO) build --release --locked --target $(TARGET)
 
 ## demo: build tandem and the fake sidecar, then run a sample job through
 ## wait → run → quit → exit code, narrating each step.
@@ -18,8 +46,9 @@ demo:
 	$(CARGO) build --release --locked --bin tandem --example fake_sidecar
 	@bash examples/demo.sh target/release/tandem target/release/examples/fake_sidecar
 
-## test: format, clippy -D warnings, unit and integration tests.
-test: lint unit
+## test: everything CI checks. The static checks run on the x86_64 binary, then
+## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
+test: lint unit test-musl deps static size check-static smoke arm64 tls
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -27,6 +56,66 @@ lint:
 
 unit:
 	$(CARGO) test --locked
+
+## test-musl: the unit and integration tests again on the libc that ships.
+test-musl:
+	$(call rustup-target,$(NATIVE_MUSL))
+	$(CARGO) test --locked --target $(NATIVE_MUSL)
+
+## deps: the default build stays within DEPS_MAX crates and has no TLS crates.
+deps:
+	@tree=$$($(CARGO) tree --locked -e normal --target $(NATIVE_MUSL) --prefix none) || exit 1; \
+	crates=$$(printf '%s\n' "$$tree" | sed 's/ (\*)$$//' | sort -u | grep -v '^tandem '); \
+	n=$$(printf '%s\n' "$$crates" | wc -l); \
+	echo "deps: $$n crates in the default build (limit $(DEPS_MAX))"; \
+	tls=$$(printf '%s\n' "$$crates" | grep -E '^(rustls|ring|webpki|native-tls|openssl|aws-lc)' | tr '\n' ' '); \
+	if [ -n "$$tls" ]; then echo "deps: FAILED: TLS crates in the default build: $$tls" >&2; exit 1; fi; \
+	if [ "$$n" -gt $(DEPS_MAX) ]; then echo "deps: FAILED: more than $(DEPS_MAX) crates" >&2; exit 1; fi
+
+## size: the stripped binary is within SIZE_LIMIT_KIB (warns above SIZE_BUDGET_KIB).
+size: static
+	@bytes=$$(stat -c %s $(BIN)); \
+	kib=$$(awk -v b="$$bytes" 'BEGIN { printf "%.1f", b / 1024 }'); \
+	echo "size: $(BIN): $$bytes bytes ($$kib KiB); budget $(SIZE_BUDGET_KIB) KiB, limit $(SIZE_LIMIT_KIB) KiB"; \
+	if [ "$$bytes" -gt $$(( $(SIZE_LIMIT_KIB) * 1024 )) ]; then \
+		echo "size: FAILED: above the $(SIZE_LIMIT_KIB) KiB limit" >&2; exit 1; fi; \
+	if [ "$$bytes" -gt $$(( $(SIZE_BUDGET_KIB) * 1024 )) ]; then \
+		echo "size: warning: above the $(SIZE_BUDGET_KIB) KiB budget" >&2; fi
+
+## check-static: no program interpreter and no shared libraries, so the binary
+## runs in `scratch`.
+check-static: static
+	@if readelf -lW $(BIN) | grep -q INTERP; then \
+		echo "check-static: FAILED: $(BIN) has a program interpreter" >&2; exit 1; fi
+	@if readelf -dW $(BIN) | grep -q NEEDED; then \
+		echo "check-static: FAILED: $(BIN) needs shared libraries" >&2; exit 1; fi
+	@echo "check-static: $(BIN): no INTERP, no NEEDED"
+
+fake-sidecar:
+	$(CARGO) build --release --locked --example fake_sidecar
+
+## smoke: the binary alone in an empty root (chroot, needs root) waits for the fake
+## sidecar at http://localhost:PORT, runs a child, quits the sidecar, keeps the code.
+smoke: static fake-sidecar
+	.ci/smoke.sh $(BIN) $(FAKE) $(EMULATOR)
+
+## arm64: static, size, check-static and smoke for aarch64 (rust-lld, qemu-user).
+arm64:
+	$(MAKE) --no-print-directory static size check-static smoke TARGET=aarch64-unknown-linux-musl
+
+## tls: `--features rustls` builds and accepts https:// URLs; the default build
+## refuses them with exit 64 and says how to get TLS.
+tls: static
+	$(CARGO) build --release --locked --features rustls --target-dir target/tls
+	@code=0; ENVOY_ADMIN_API=https://127.0.0.1:1 target/tls/release/tandem --wait-only \
+		--fail-timeout 100ms 2>/dev/null || code=$$?; \
+	if [ "$$code" -ne 69 ]; then \
+		echo "tls: FAILED: rustls build with an https:// URL: exit $$code, expected 69 (not ready)" >&2; exit 1; fi
+	@code=0; out=$$(ENVOY_ADMIN_API=https://127.0.0.1:1 $(BIN) --wait-only 2>&1) || code=$$?; \
+	if [ "$$code" -ne 64 ] || ! printf '%s' "$$out" | grep -q 'features rustls'; then \
+		echo "tls: FAILED: default build with an https:// URL: exit $$code, expected 64 naming --features rustls: $$out" >&2; \
+		exit 1; fi
+	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
 
 clean:
 	$(CARGO) clean

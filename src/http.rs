@@ -5,6 +5,9 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 use ureq::Agent;
+use ureq::unversioned::transport::DefaultConnector;
+
+use crate::resolve::LocalFirst;
 
 /// Per-request timeout of readiness polls (SPEC §3).
 pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
@@ -22,8 +25,10 @@ pub(crate) struct Failure {
 
 /// Builds the shared agent. Proxies from the environment are ignored on purpose:
 /// the sidecar is on loopback and a Pod's `HTTP_PROXY` must not reroute it.
+/// Names go through [`LocalFirst`] so `localhost` works in an image without
+/// `/etc/hosts`.
 pub(crate) fn agent() -> Agent {
-    Agent::config_builder()
+    let config = Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .proxy(None)
@@ -34,8 +39,8 @@ pub(crate) fn agent() -> Agent {
         .output_buffer_size(4 * 1024)
         .max_idle_connections(4)
         .max_idle_connections_per_host(1)
-        .build()
-        .new_agent()
+        .build();
+    Agent::with_parts(config, DefaultConnector::default(), LocalFirst::new())
 }
 
 /// `GET url`: the status code, without reading the body.

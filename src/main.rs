@@ -15,6 +15,7 @@ mod procfs;
 mod quit;
 mod ready;
 mod reap;
+mod resolve;
 mod signals;
 mod values;
 
