@@ -218,15 +218,32 @@ fn parse_with<T>(found: &Found, parse: fn(&str) -> Result<T, &'static str>) -> R
 }
 
 fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
-    let url = HttpUrl::parse(item).map_err(|expected| invalid(found.name, item, expected))?;
+    // Even a bad URL may carry a password: the error line shows it redacted (SPEC §8).
+    let shown = values::redact(item);
+    let url = HttpUrl::parse(item).map_err(|expected| invalid(found.name, &shown, expected))?;
     if url.scheme == Scheme::Https && !cfg!(feature = "rustls") {
         return Err(invalid(
             found.name,
-            item,
+            &shown,
             "an http:// URL: this build has no TLS (build with `--features rustls` for https://)",
         ));
     }
     Ok(url)
+}
+
+/// The log format as configured, or text where it is missing or invalid: an error
+/// in any other setting is then reported in the format the user asked for.
+pub(crate) fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Format {
+    let src = Sources { env };
+    src.get(
+        cli.log_format.as_ref(),
+        "--log-format",
+        &[var::TANDEM_LOG_FORMAT],
+    )
+    .ok()
+    .flatten()
+    .and_then(|found| log::parse_format(&found.value).ok())
+    .unwrap_or(Format::Text)
 }
 
 /// Builds the configuration from the command line and an environment lookup (SPEC §2).

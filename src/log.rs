@@ -277,13 +277,15 @@ pub(crate) use {debug, error, info, warning};
 
 /// A duration for humans: `850ms`, `1.2s`, `2m5.0s`.
 pub(crate) fn human(d: std::time::Duration) -> String {
+    // Integer arithmetic only: float formatting costs ~10 KiB of the size budget.
     let ms = d.as_millis();
+    let tenths = ms % 1000 / 100;
     if ms < 1000 {
         format!("{ms}ms")
     } else if ms < 60_000 {
-        format!("{:.1}s", d.as_secs_f64())
+        format!("{}.{tenths}s", ms / 1000)
     } else {
-        format!("{}m{:.1}s", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
+        format!("{}m{}.{tenths}s", ms / 60_000, ms % 60_000 / 1000)
     }
 }
 
@@ -516,5 +518,21 @@ mod tests {
         let mut out = String::new();
         push_json_str(&mut out, "k\"\u{7f}\u{e9}\u{1f600}");
         assert_eq!(out, "\"k\\\"\u{7f}\u{e9}\u{1f600}\"");
+    }
+
+    #[test]
+    fn human_durations_round_down_to_tenths() {
+        use std::time::Duration;
+        for (ms, text) in [
+            (0, "0ms"),
+            (999, "999ms"),
+            (1000, "1.0s"),
+            (1234, "1.2s"),
+            (59_999, "59.9s"),
+            (60_000, "1m0.0s"),
+            (125_050, "2m5.0s"),
+        ] {
+            assert_eq!(human(Duration::from_millis(ms)), text, "{ms} ms");
+        }
     }
 }

@@ -55,7 +55,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EX_USAGE);
         }
     };
-    let cfg = match config::build(&cli, &|name| std::env::var_os(name)) {
+    let env = |name: &str| std::env::var_os(name);
+    log::init(log::Level::Info, config::log_format_hint(&cli, &env));
+    let cfg = match config::build(&cli, &env) {
         Ok(cfg) => cfg,
         Err(e) => return fail(&e),
     };

@@ -97,67 +97,103 @@ pub(crate) fn plan(q: &QuitConfig, app_failed: bool) -> Plan {
 }
 
 /// Carries out `plan`, all within `timeout` (`None`: as long as the endpoints take).
+///
+/// The generic endpoints go first and get at most half of the budget before
+/// Istio/Envoy is stopped: one hanging endpoint must not use up the time the
+/// sidecar's own quit needs, or the Pod would never complete. Their answers are
+/// still collected until the deadline.
 pub(crate) fn send(plan: &Plan, timeout: Option<Duration>) {
     if let Some(why) = plan.kept {
         log::info!("{why}");
     }
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let start = Instant::now();
+    let deadline = timeout.map(|t| start + t);
     let agent = http::agent();
-    post_all(&agent, &plan.generic, deadline);
-    match &plan.sidecar {
-        None => {}
-        Some(SidecarStop::EnvoyKill(url)) => {
-            let _ = post_one(&agent, url, deadline);
+    let mut generic = Fanout::start(&agent, &plan.generic, deadline);
+    if let Some(stop) = &plan.sidecar {
+        generic.collect(timeout.map(|t| start + t / 2));
+        stop_sidecar(&agent, stop, deadline);
+    }
+    generic.collect(deadline);
+    generic.give_up();
+}
+
+/// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2).
+fn stop_sidecar(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
+    match stop {
+        SidecarStop::EnvoyKill(url) => {
+            let _ = post_one(agent, url, deadline);
         }
-        Some(SidecarStop::PilotAgent(url)) => {
-            if let Err(failure) = post_one(&agent, url, deadline) {
+        SidecarStop::PilotAgent(url) => {
+            if let Err(failure) = post_one(agent, url, deadline) {
                 if failure.no_connection {
                     interrupt_pilot_agents();
                 }
             }
         }
-        Some(SidecarStop::EnvoyAdmin(url)) if !interrupt_pilot_agents() => {
-            let _ = post_one(&agent, url, deadline);
+        SidecarStop::EnvoyAdmin(url) => {
+            if !interrupt_pilot_agents() {
+                let _ = post_one(agent, url, deadline);
+            }
         }
-        Some(SidecarStop::EnvoyAdmin(_)) => {}
     }
 }
 
-/// POSTs to every URL at once; returns when all answered or the deadline passed.
-/// Results are logged here as they arrive, and each URL still unanswered at the
-/// deadline gets its own line too (SPEC §5.3: each result is logged).
-fn post_all(agent: &Agent, urls: &[String], deadline: Option<Instant>) {
-    let (tx, rx) = mpsc::channel();
-    let mut pending = vec![false; urls.len()];
-    for (i, url) in urls.iter().enumerate() {
-        let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
-        let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-            let _ = tx.send((i, request(&agent, &url, deadline)));
-        });
-        match spawned {
-            Ok(_) => pending[i] = true,
-            Err(e) => log::error!("cannot start a quit request: {e}"),
+/// Concurrent POSTs, one thread each, whose results are logged as they arrive;
+/// each URL still unanswered at the end gets its own line too (SPEC §5.3).
+struct Fanout<'a> {
+    urls: &'a [String],
+    answers: mpsc::Receiver<(usize, Result<u16, http::Failure>)>,
+    pending: Vec<bool>,
+}
+
+impl<'a> Fanout<'a> {
+    fn start(agent: &Agent, urls: &'a [String], deadline: Option<Instant>) -> Fanout<'a> {
+        let (tx, answers) = mpsc::channel();
+        let mut pending = vec![false; urls.len()];
+        for (i, url) in urls.iter().enumerate() {
+            let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
+            let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+                let _ = tx.send((i, request(&agent, &url, deadline)));
+            });
+            match spawned {
+                Ok(_) => pending[i] = true,
+                Err(e) => log::error!("cannot start a quit request: {e}"),
+            }
+        }
+        Fanout {
+            urls,
+            answers,
+            pending,
         }
     }
-    drop(tx);
-    while pending.contains(&true) {
-        let answer = match deadline {
-            Some(d) => rx
-                .recv_timeout(d.saturating_duration_since(Instant::now()))
-                .ok(),
-            None => rx.recv().ok(),
-        };
-        let Some((i, result)) = answer else { break };
-        pending[i] = false;
-        log_result(&urls[i], &result);
-    }
-    for (url, &unanswered) in urls.iter().zip(&pending) {
-        if unanswered {
-            let failure = http::Failure {
-                what: "no answer by the quit deadline".into(),
-                no_connection: false,
+
+    /// Logs answers until all are in or `until` passes (`None`: until all are in).
+    fn collect(&mut self, until: Option<Instant>) {
+        while self.pending.contains(&true) {
+            let answer = match until {
+                Some(t) => self
+                    .answers
+                    .recv_timeout(t.saturating_duration_since(Instant::now()))
+                    .ok(),
+                None => self.answers.recv().ok(),
             };
-            log_result(url, &Err(failure));
+            let Some((i, result)) = answer else { break };
+            self.pending[i] = false;
+            log_result(&self.urls[i], &result);
+        }
+    }
+
+    /// Logs every URL that never answered.
+    fn give_up(self) {
+        for (url, &unanswered) in self.urls.iter().zip(&self.pending) {
+            if unanswered {
+                let failure = http::Failure {
+                    what: "no answer by the quit deadline".into(),
+                    no_connection: false,
+                };
+                log_result(url, &Err(failure));
+            }
         }
     }
 }

@@ -161,7 +161,7 @@ fn poll_until_ready(
         }
         // Parked, not slept, so an abandoned wait ends the poller at once.
         thread::park_timeout(interval);
-        interval = interval.mul_f64(1.5).min(poll_max);
+        interval = (interval * 3 / 2).min(poll_max);
     }
 }
 
@@ -261,7 +261,7 @@ mod tests {
         let mut total = Duration::ZERO;
         for _ in 0..100 {
             total += interval;
-            interval = interval.mul_f64(1.5).min(poll_max);
+            interval = (interval * 3 / 2).min(poll_max);
         }
         assert_eq!(interval, poll_max);
         assert!(total < Duration::from_secs(30));

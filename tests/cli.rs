@@ -564,3 +564,36 @@ fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
+
+#[test]
+fn bad_url_error_never_shows_credentials() {
+    let fake = start(Script::envoy());
+    let mut cmd = aimed_at(&fake);
+    cmd.env("ENVOY_ADMIN_API", "ftp://user:secret@127.0.0.1:1")
+        .env("GENERIC_QUIT_ENDPOINTS", "http://u:secret@127.0.0.1:0/quit")
+        .arg("true");
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "expected exit 64\n{}", out.dump());
+    assert!(out.stderr.contains("ENVOY_ADMIN_API"), "{}", out.dump());
+    assert!(
+        !out.stderr.contains("secret"),
+        "password leaked\n{}",
+        out.dump()
+    );
+    let mut cmd = aimed_at(&fake);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", "http://u:secret@127.0.0.1:0/quit")
+        .arg("true");
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "expected exit 64\n{}", out.dump());
+    assert!(
+        out.stderr.contains("GENERIC_QUIT_ENDPOINTS"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        !out.stderr.contains("secret"),
+        "password leaked\n{}",
+        out.dump()
+    );
+    assert_untouched(&fake, &out);
+}

@@ -494,3 +494,18 @@ fn the_hand_written_checks_reject_malformed_lines() {
         1_709_251_199_999
     );
 }
+
+#[test]
+fn a_bad_value_is_reported_as_json_when_json_was_asked_for() {
+    let out = run(
+        tandem()
+            .env("TANDEM_LOG_FORMAT", "json")
+            .env("TANDEM_POLL_MAX", "0")
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    let lines = assert_json_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.dump());
+    assert!(out.stderr.contains("TANDEM_POLL_MAX"), "{}", out.dump());
+}

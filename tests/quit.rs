@@ -502,6 +502,39 @@ fn each_quit_request_unanswered_at_the_deadline_is_logged_by_url() {
 }
 
 #[test]
+fn a_hanging_generic_endpoint_leaves_time_for_the_istio_quit() {
+    let hang = start(Script::generic().fault(Fault::Hang));
+    let envoy = start(Script::envoy());
+    let pilot = start(Script::pilot_agent());
+    let out = run(
+        tandem()
+            .env("ENVOY_ADMIN_API", envoy.url())
+            .env("ISTIO_QUIT_API", pilot.url())
+            .env("GENERIC_QUIT_ENDPOINTS", format!("{}/hang", hang.url()))
+            .env("QUIT_REQUEST_TIMEOUT", "1s")
+            .args(["sh", "-c", "exit 5"]),
+        RUN_TIMEOUT,
+    );
+    let dump = out.dump_with(&[&hang, &envoy, &pilot]);
+    assert_eq!(out.code, Some(5), "{dump}");
+    assert_eq!(
+        posts(&pilot, "/quitquitquit"),
+        1,
+        "the sidecar must still be stopped, or the Pod never completes\n{dump}"
+    );
+    let line = format!("quit POST {}/quitquitquit: 200", pilot.url());
+    assert!(
+        quit_lines(&out).iter().any(|l| l.ends_with(&line)),
+        "{dump}"
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(3000),
+        "the whole phase stays bounded by 1s: took {:?}\n{dump}",
+        out.elapsed
+    );
+}
+
+#[test]
 fn istio_quit_that_hangs_is_abandoned_at_quit_request_timeout() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent().fault_on("/quitquitquit", Fault::Hang));
