@@ -101,7 +101,7 @@ fn run(
         }
         Readiness::Failed => {
             log::error!(
-                "sidecars not ready within QUIT_WITHOUT_ENVOY_TIMEOUT: not starting the app"
+                "sidecars not ready within --fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT: not starting the app"
             );
             quit::send(&quit::plan(&cfg.quit, true), cfg.quit.timeout);
             return EX_UNAVAILABLE;
@@ -151,7 +151,7 @@ fn wait_only(
     match wait(cfg, events, sender) {
         Readiness::Ready | Readiness::TimedOut => 0,
         Readiness::Failed => {
-            log::error!("sidecars not ready within QUIT_WITHOUT_ENVOY_TIMEOUT");
+            log::error!("sidecars not ready within --fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT");
             EX_UNAVAILABLE
         }
         Readiness::Interrupted(sig) => (128 + sig) as u8,
@@ -167,12 +167,14 @@ fn wait(
         return Readiness::Ready;
     }
     if !cfg.wait {
-        log::info!("START_WITHOUT_ENVOY is set: not waiting for the sidecars");
+        log::info!("--no-wait/START_WITHOUT_ENVOY: not waiting for the sidecars");
         return Readiness::Ready;
     }
     let outcome = ready::wait_until_ready(cfg, events, sender);
     if outcome == Readiness::TimedOut {
-        log::warning!("sidecars not ready within WAIT_FOR_ENVOY_TIMEOUT: starting the app anyway");
+        log::warning!(
+            "sidecars not ready within --wait-timeout/WAIT_FOR_ENVOY_TIMEOUT: starting the app anyway"
+        );
     }
     outcome
 }

@@ -50,7 +50,15 @@ impl<R: Resolver> Resolver for LocalFirst<R> {
         });
         // Anything unusual (no port, another scheme) goes to ureq, which reports it.
         let Some((ips, port)) = fixed else {
-            return self.system.resolve(uri, config, timeout);
+            // A failed lookup is "no connection" for the pilot-agent fallback (SPEC §5.2):
+            // ureq reports it as a bare I/O error, indistinguishable from a mid-answer one.
+            return self
+                .system
+                .resolve(uri, config, timeout)
+                .map_err(|e| match e {
+                    ureq::Error::Io(_) => ureq::Error::HostNotFound,
+                    other => other,
+                });
         };
         let mut addrs = self.empty();
         let wanted = ips.into_iter().map(|ip| SocketAddr::new(ip, port));
