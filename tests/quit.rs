@@ -13,9 +13,10 @@
 
 use crate::reaping::state;
 use crate::support::{
-    FakeAdmin, Fault, Out, Req, SIGTERM, Script, run, spawn, tandem, temp_dir, wait_until,
+    FakeAdmin, Fault, Out, Req, SIGTERM, Script, read_retrying, run, spawn, tandem, temp_dir,
+    wait_until,
 };
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1313,7 +1314,7 @@ fn serve_raw(mut stream: &TcpStream, answer: &[u8]) -> Option<RawReq> {
         if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
             break at + 4;
         }
-        match stream.read(&mut buf) {
+        match read_retrying(&mut stream, &mut buf) {
             Ok(0) | Err(_) => return None,
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
         }
@@ -1331,7 +1332,7 @@ fn serve_raw(mut stream: &TcpStream, answer: &[u8]) -> Option<RawReq> {
         .min(64 * 1024);
     let mut body = bytes[head_end..].to_vec();
     while body.len() < length {
-        match stream.read(&mut buf) {
+        match read_retrying(&mut stream, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => body.extend_from_slice(&buf[..n]),
         }

@@ -5,9 +5,9 @@
 
 use crate::reaping::state;
 use crate::signals::{REACT, Recorder, kill, python};
-use crate::support::{tandem, wait_until};
+use crate::support::{read_retrying, tandem, wait_until};
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -65,7 +65,7 @@ impl OnTty {
         thread::spawn(move || {
             let mut buf = [0; 4096];
             // Ends with EIO once every slave descriptor is closed.
-            while let Ok(n @ 1..) = reader.read(&mut buf) {
+            while let Ok(n @ 1..) = read_retrying(&mut reader, &mut buf) {
                 sink.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .extend_from_slice(&buf[..n]);

@@ -10,7 +10,7 @@ pub mod fake_admin;
 pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -137,7 +137,7 @@ impl Pipe {
         let sink = Arc::clone(&bytes);
         thread::spawn(move || {
             let mut buf = [0; 8192];
-            while let Ok(n @ 1..) = source.read(&mut buf) {
+            while let Ok(n @ 1..) = read_retrying(&mut source, &mut buf) {
                 sink.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .extend_from_slice(&buf[..n]);
@@ -288,6 +288,18 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
             return false;
         }
         thread::sleep(POLL.min(deadline - now));
+    }
+}
+
+/// `source.read(buf)`, retried while a signal interrupts it (`EINTR`): the kernel
+/// never restarts a read that has a timeout (`SO_RCVTIMEO`), whatever `SA_RESTART`
+/// says, and `read` itself does not retry as `read_exact` and `read_to_end` do.
+pub fn read_retrying(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match source.read(buf) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
+        }
     }
 }
 
