@@ -198,14 +198,18 @@ fn ctrl_z_stops_app_and_tandem_and_sigcont_gives_the_app_the_terminal_back() {
 /// A minimal job-control shell, run as the terminal's session leader: it starts
 /// `argv[1:]` in a background process group (`tandem … &`); when that job stops, it
 /// says `job stopped` and brings it to the foreground (`fg`); it exits with the
-/// job's status.
+/// job's status. Like a real shell, both parent and child set the job's group,
+/// whichever runs first.
 const SHELL: &str = r#"
 import os, signal, sys
 pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
     os.execv(sys.argv[1], sys.argv[1:])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)
+except PermissionError:
+    pass  # EACCES: the child already ran execv, after its own setpgid.
 _, status = os.waitpid(pid, os.WUNTRACED)
 if os.WIFSTOPPED(status):
     os.write(1, b'job stopped\r\n')
