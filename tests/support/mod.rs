@@ -12,6 +12,7 @@ pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +43,11 @@ unsafe extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
 
-/// `tandem` from this build, with an empty environment except `PATH`.
+/// `tandem` from this build, with an empty environment except `PATH`, and every
+/// signal at its default action: the suite may run under `nohup` or as a
+/// background job of a non-interactive shell (SIGHUP, SIGINT, SIGQUIT ignored),
+/// and tandem passes an ignored set on to the app. (`Command` already empties the
+/// signal mask.) A test's own `pre_exec`, added later, runs after this one.
 pub fn tandem() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tandem"));
     cmd.env_clear();
@@ -50,6 +55,18 @@ pub fn tandem() -> Command {
         "PATH",
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH)),
     );
+    // SAFETY: the closure runs between fork and exec and calls only `signal`,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in 1..=31 {
+                if sig != SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        });
+    }
     cmd
 }
 
