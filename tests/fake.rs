@@ -2,7 +2,7 @@
 //! tandem's tests can trust what it answers and logs; and of the process harness.
 
 use crate::support::{
-    FakeAdmin, Fault, Flavor, Req, SIGTERM, Script, run, spawn, temp_dir, wait_until,
+    FakeAdmin, Fault, Flavor, Req, SIGTERM, Script, read_retrying, run, spawn, temp_dir, wait_until,
 };
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -76,7 +76,7 @@ fn read_bounded(stream: &mut TcpStream, limit: usize) -> (Vec<u8>, Option<io::Er
     let mut bytes = Vec::new();
     let mut buf = vec![0; 64 * 1024];
     while bytes.len() < limit {
-        match stream.read(&mut buf) {
+        match read_retrying(stream, &mut buf) {
             Ok(0) => return (bytes, None),
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
             Err(err) => return (bytes, Some(err)),
@@ -324,7 +324,7 @@ fn hang_never_answers() {
         .unwrap();
     send(&mut stream, "GET", "/ready");
     let mut buf = [0; 16];
-    let err = stream.read(&mut buf).expect_err("no answer");
+    let err = read_retrying(&mut stream, &mut buf).expect_err("no answer");
     assert!(
         matches!(
             err.kind(),
@@ -385,7 +385,7 @@ fn trickle_sends_one_byte_every_200ms() {
     let mut stream = connect(fake.addr());
     send(&mut stream, "GET", "/ready");
     let mut first = [0; 64];
-    assert_eq!(stream.read(&mut first).unwrap(), 1);
+    assert_eq!(read_retrying(&mut stream, &mut first).unwrap(), 1);
     assert_eq!(first[0], b'H');
     // Within 500 ms after the first byte, at most 3 more can arrive.
     let until = Instant::now() + Duration::from_millis(500);
@@ -394,7 +394,7 @@ fn trickle_sends_one_byte_every_200ms() {
         stream
             .set_read_timeout(Some(left.max(Duration::from_millis(1))))
             .unwrap();
-        match stream.read(&mut first) {
+        match read_retrying(&mut stream, &mut first) {
             Ok(n) => more += n,
             Err(_) => break,
         }

@@ -5,36 +5,28 @@
 //! admin URL, the 15000 → 15020 rule, logging of every result, no redirects, quits
 //! after an abandoned wait, and the pilot-agent SIGINT fallback.
 //!
-//! tandem SIGINTs any process named `pilot-agent` it can see instead of POSTing a
-//! plain Envoy admin (SPEC §5.2), and it sees every process on the machine (a PID
-//! namespace would not hide one from its parent). So the tests that show such a
-//! process start it only once their app runs and hold an exclusive [`Gate`]; the
-//! tests that expect a POST to a plain Envoy admin hold a shared one, and skip,
-//! saying why, if a real `pilot-agent` is visible. Other modules' tests do not take
-//! the gate: for them the fake is visible only for the few milliseconds between
-//! its start and tandem's SIGINT (or, in the two tests where tandem must leave it
-//! alone, the end of that run).
+//! tandem SIGINTs a visible process named `pilot-agent` instead of POSTing a plain
+//! Envoy admin (SPEC §5.2), but skips one of another PID namespace. So the tests
+//! that show such a process run their tandem and the fake together in a new PID
+//! namespace ([`run_beside_pilot_agent`]): the tandems of concurrent tests, in
+//! the test process's namespace, never see it, and this one sees no fake of theirs.
 
+use crate::reaping::state;
 use crate::support::{
-    FakeAdmin, Fault, Out, Req, SIGINT, SIGKILL, SIGTERM, Script, run, spawn, tandem, temp_dir,
+    FakeAdmin, Fault, Out, Req, SIGTERM, Script, read_retrying, run, spawn, tandem, temp_dir,
     wait_until,
 };
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 /// Kill timeout for runs that should take well under a second.
 const RUN_TIMEOUT: Duration = Duration::from_secs(20);
-/// `O_NONBLOCK` on Linux (x86_64 and aarch64).
-const O_NONBLOCK: i32 = 0o4000;
 /// Bound on socket reads and writes of [`RawServer`].
 const RAW_IO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -68,31 +60,33 @@ fn quit_lines(out: &Out) -> Vec<&str> {
         .collect()
 }
 
-/// Whether a process named `pilot-agent` is visible: then tandem SIGINTs it
-/// instead of POSTing a plain Envoy admin (SPEC §5.2).
-fn pilot_agent_visible() -> bool {
+/// Whether a real `pilot-agent` shares this test's PID namespace, saying so: then
+/// tandem would SIGINT it instead of POSTing a plain Envoy admin (SPEC §5.2), so a
+/// test that expects that POST skips rather than signal it. The fakes of this
+/// module live in nested PID namespaces, which tandem and this check skip; a
+/// process that vanished between the two reads is not counted.
+fn real_pilot_agent_visible(test: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
-    entries.filter_map(Result::ok).any(|entry| {
-        std::fs::read_to_string(entry.path().join("comm"))
+    let mine = std::fs::read_link("/proc/self/ns/pid").ok();
+    let visible = entries.filter_map(Result::ok).any(|entry| {
+        let path = entry.path();
+        std::fs::read_to_string(path.join("comm"))
             .is_ok_and(|comm| comm.trim_end() == "pilot-agent")
-    })
-}
-
-/// For tests that expect a POST to a plain Envoy admin, where tandem looks for a
-/// pilot-agent first: a shared [`Gate`] guard, or `None` (after saying why) when
-/// a real pilot-agent is visible, since tandem would signal it instead.
-fn plain_envoy_guard(test: &str) -> Option<GateGuard> {
-    let guard = Gate::shared();
-    if pilot_agent_visible() {
+            && match std::fs::read_link(path.join("ns/pid")) {
+                Ok(theirs) => Some(theirs) == mine,
+                // Unreadable, as tandem counts it: shared.
+                Err(err) => err.kind() != std::io::ErrorKind::NotFound,
+            }
+    });
+    if visible {
         eprintln!(
-            "skipping {test}: a process named pilot-agent is visible, and tandem would \
-             SIGINT it instead of POSTing the Envoy admin (SPEC §5.2)"
+            "skipped {test}: a process named pilot-agent shares this PID namespace, and \
+             tandem would SIGINT it instead of POSTing the Envoy admin (SPEC §5.2)"
         );
-        return None;
     }
-    Some(guard)
+    visible
 }
 
 /// An app that writes its pid to `marker`, then exits with `code`.
@@ -113,11 +107,10 @@ fn app_touching(cmd: &mut Command, marker: &Path) {
 
 #[test]
 fn plain_envoy_admin_gets_one_post_quitquitquit_after_the_app_exited() {
-    let Some(_gate) =
-        plain_envoy_guard("plain_envoy_admin_gets_one_post_quitquitquit_after_the_app_exited")
-    else {
+    if real_pilot_agent_visible("plain_envoy_admin_gets_one_post_quitquitquit_after_the_app_exited")
+    {
         return;
-    };
+    }
     let dir = temp_dir("plain-envoy");
     let marker = dir.join("app.pid");
     // At the moment the quit arrives: was the app already gone?
@@ -168,11 +161,9 @@ fn plain_envoy_admin_gets_one_post_quitquitquit_after_the_app_exited() {
 
 #[test]
 fn quit_request_is_a_post_with_an_empty_body_and_nothing_else() {
-    let Some(_gate) =
-        plain_envoy_guard("quit_request_is_a_post_with_an_empty_body_and_nothing_else")
-    else {
+    if real_pilot_agent_visible("quit_request_is_a_post_with_an_empty_body_and_nothing_else") {
         return;
-    };
+    }
     let admin = RawServer::start("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nOK\n");
     let out = run(
         tandem()
@@ -700,9 +691,9 @@ fn keep_on_failure_after_a_failed_app_stops_nothing_not_even_generic() {
 
 #[test]
 fn keep_on_failure_after_success_sends_every_quit() {
-    let Some(_gate) = plain_envoy_guard("keep_on_failure_after_success_sends_every_quit") else {
+    if real_pilot_agent_visible("keep_on_failure_after_success_sends_every_quit") {
         return;
-    };
+    }
     let (out, admin, generic, dump) =
         run_with_policy(0, &[("NEVER_KILL_ISTIO_ON_FAILURE", "true")], &[]);
     assert_eq!(out.code, Some(0), "{dump}");
@@ -727,9 +718,9 @@ fn keep_on_failure_beats_always_kill_envoy() {
 
 #[test]
 fn failed_app_still_stops_the_sidecars_by_default() {
-    let Some(_gate) = plain_envoy_guard("failed_app_still_stops_the_sidecars_by_default") else {
+    if real_pilot_agent_visible("failed_app_still_stops_the_sidecars_by_default") {
         return;
-    };
+    }
     let (out, admin, generic, dump) = run_with_policy(42, &[("ALWAYS_KILL_ENVOY", "true")], &[]);
     assert_eq!(out.code, Some(42), "{dump}");
     assert_eq!(admin, 1, "{dump}");
@@ -778,9 +769,9 @@ fn non_local_admin_url_is_never_sent_a_quit() {
 
 #[test]
 fn localhost_admin_url_is_local_and_gets_the_quit() {
-    let Some(_gate) = plain_envoy_guard("localhost_admin_url_is_local_and_gets_the_quit") else {
+    if real_pilot_agent_visible("localhost_admin_url_is_local_and_gets_the_quit") {
         return;
-    };
+    }
     let envoy = start(Script::envoy());
     let out = run(
         tandem()
@@ -923,10 +914,9 @@ fn sigterm_while_waiting(env: Env) -> (Out, FakeAdmin, FakeAdmin, PathBuf) {
 
 #[test]
 fn sigterm_while_waiting_quits_sidecars_and_exits_143() {
-    let Some(_gate) = plain_envoy_guard("sigterm_while_waiting_quits_sidecars_and_exits_143")
-    else {
+    if real_pilot_agent_visible("sigterm_while_waiting_quits_sidecars_and_exits_143") {
         return;
-    };
+    }
     let (out, envoy, generic, marker) = sigterm_while_waiting(&[]);
     let dump = out.dump_with(&[&envoy, &generic]);
     assert_eq!(out.code, Some(143), "{dump}");
@@ -948,9 +938,9 @@ fn sigterm_while_waiting_with_keep_on_failure_sends_nothing() {
 
 #[test]
 fn fail_timeout_exits_69_and_sends_the_quits() {
-    let Some(_gate) = plain_envoy_guard("fail_timeout_exits_69_and_sends_the_quits") else {
+    if real_pilot_agent_visible("fail_timeout_exits_69_and_sends_the_quits") {
         return;
-    };
+    }
     let envoy = start(Script::envoy().never_ready());
     let generic = start(Script::generic());
     let marker = temp_dir("fail-timeout").join("app-started");
@@ -976,93 +966,133 @@ fn fail_timeout_exits_69_and_sends_the_quits() {
 enum AgentEnd {
     /// tandem sent it SIGINT.
     Interrupted,
-    /// It was still running after tandem exited (the test then killed it).
+    /// It was still running after tandem exited (the script then killed it).
     LeftRunning,
-    /// Anything else.
-    Other(std::process::ExitStatus),
+    /// Anything else: the exit status `wait` reported, or what the status file held.
+    Other(String),
 }
 
-/// Runs tandem with `env`, with an app that waits on a FIFO and then exits with
-/// `code`. Only once the app runs is a process named `pilot-agent` started (a copy
-/// of `sleep`: `/proc/PID/comm` comes from the executable's name), and then the
-/// app is released; so the fake is visible for as short a time as possible, under
-/// the exclusive [`Gate`], since tandem signals any pilot-agent it can see.
-fn run_beside_pilot_agent(env: &[(&str, String)], code: i32) -> (Out, AgentEnd) {
-    let _gate = Gate::exclusive();
-    let dir = temp_dir("pilot-agent");
-    let go = dir.join("go");
-    let made = Command::new("mkfifo")
-        .arg(&go)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success(), "mkfifo {}: {made}", go.display());
-    let fake = dir.join("pilot-agent");
+/// Run by `sh` as PID 1 of a new PID namespace, with `DIR TANDEM ARGS…`: starts
+/// `DIR/pilot-agent` (a copy of `sleep`: `/proc/PID/comm` comes from the
+/// executable's name), waits until it bears that name, runs tandem, then kills the
+/// fake and writes its pid and its exit status (130 after SIGINT, 137 if it was
+/// still running) to `DIR/agent.pid` and `DIR/agent.status`; exits with tandem's
+/// status. A non-interactive shell starts background jobs with SIGINT ignored, so
+/// `env --default-signal=INT` restores it before the fake starts.
+const BESIDE_PILOT_AGENT: &str = r#"
+dir=$1; shift
+env --default-signal=INT "$dir/pilot-agent" 60 </dev/null >/dev/null 2>&1 &
+agent=$!
+echo "$agent" > "$dir/agent.pid"
+n=0
+until [ "$(cat "/proc/$agent/comm" 2>/dev/null)" = pilot-agent ]; do
+    n=$((n+1))
+    if [ $n -gt 1000 ]; then
+        echo "the fake never showed up as pilot-agent in /proc/$agent/comm" >&2
+        kill -9 "$agent"
+        exit 125
+    fi
+    sleep 0.01
+done
+"$@"
+code=$?
+kill -9 "$agent" 2>/dev/null
+wait "$agent"
+echo $? > "$dir/agent.status"
+exit $code
+"#;
+
+/// Copies `sleep` to `DIR/pilot-agent`, the name a process running it will have in
+/// `/proc/PID/comm`; returns that path.
+fn copy_sleep_as_pilot_agent(dir: &Path) -> PathBuf {
     let sleep = ["/bin/sleep", "/usr/bin/sleep"]
         .into_iter()
         .find(|p| Path::new(p).exists())
         .expect("sleep exists");
+    let fake = dir.join("pilot-agent");
     std::fs::copy(sleep, &fake).expect("copy sleep to pilot-agent");
+    fake
+}
 
-    let mut cmd = tandem();
-    cmd.envs(env.iter().map(|(k, v)| (k, v)))
-        .args(["sh", "-c", "read -r _ < \"$1\"; exit \"$2\"", "sh"])
-        .arg(&go)
+/// Why this machine cannot run [`run_beside_pilot_agent`], if it can't.
+fn pilot_agent_namespace_unavailable() -> Option<String> {
+    let probe = [
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "env",
+        "--default-signal=INT",
+        "true",
+    ];
+    match Command::new("unshare").args(probe).output() {
+        Err(err) => Some(format!("cannot run unshare: {err}")),
+        Ok(out) if !out.status.success() => Some(format!(
+            "`unshare {}` failed ({}; a new PID namespace needs CAP_SYS_ADMIN): {}",
+            probe.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Runs tandem with `env` and the app `sh -c 'exit CODE'` beside a fake process
+/// named `pilot-agent`, both inside a new PID namespace (see [`BESIDE_PILOT_AGENT`]);
+/// returns the output, how the fake ended, and its pid as tandem sees it. `None`
+/// (after saying why) when this machine cannot make a PID namespace.
+///
+/// tandem skips a pilot-agent of another PID namespace, so the tandems of
+/// concurrent tests, in the test's own namespace, leave this fake alone, and this
+/// tandem sees no fake of theirs. The network namespace is shared: the fakes on
+/// 127.0.0.1 are reachable from inside.
+fn run_beside_pilot_agent(env: &[(&str, String)], code: i32) -> Option<(Out, AgentEnd, String)> {
+    if let Some(reason) = pilot_agent_namespace_unavailable() {
+        eprintln!("skipped: {reason}");
+        return None;
+    }
+    let dir = temp_dir("pilot-agent");
+    copy_sleep_as_pilot_agent(&dir);
+
+    let mut cmd = Command::new("unshare");
+    cmd.env_clear()
+        .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        // If the run is killed on timeout, the namespace and the fake go with it.
+        .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+        .args(["sh", "-c", BESIDE_PILOT_AGENT, "sh"])
+        .arg(&dir)
+        .arg(env!("CARGO_BIN_EXE_tandem"))
+        .args(["sh", "-c", "exit \"$1\"", "sh"])
         .arg(code.to_string());
-    let running = spawn(&mut cmd);
-    // Opening a FIFO for writing without blocking fails until a reader has it open:
-    // then the app runs.
-    let mut writer = None;
-    let app_runs = wait_until(Duration::from_secs(10), || {
-        writer = OpenOptions::new()
-            .write(true)
-            .custom_flags(O_NONBLOCK)
-            .open(&go)
-            .ok();
-        writer.is_some()
-    });
-    assert!(
-        app_runs,
-        "the app never opened {}\n{}",
-        go.display(),
-        running.wait(RUN_TIMEOUT).dump()
-    );
-    let mut agent = Command::new(&fake)
-        .arg("60")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the fake pilot-agent");
-    // `spawn` may return before the exec that gives the name (seen under gVisor).
-    let comm = format!("/proc/{}/comm", agent.id());
-    let named = wait_until(Duration::from_secs(10), || {
-        std::fs::read_to_string(&comm).is_ok_and(|name| name.trim_end() == "pilot-agent")
-    });
-    assert!(named, "{comm} never read pilot-agent");
-    let mut writer = writer.expect("the FIFO is open");
-    writer.write_all(b"go\n").expect("release the app");
-    drop(writer);
-    let out = running.wait(RUN_TIMEOUT);
-    // A SIGINT tandem sent is already fatal and recorded, so SIGKILL cannot mask it.
-    let _ = agent.kill();
-    let status = agent.wait().expect("reap the fake pilot-agent");
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let (status, pid) = (read("agent.status"), read("agent.pid"));
     let _ = std::fs::remove_dir_all(&dir);
-    let end = match status.signal() {
-        Some(SIGINT) => AgentEnd::Interrupted,
-        Some(SIGKILL) => AgentEnd::LeftRunning,
+    let end = match status.as_str() {
+        "130" => AgentEnd::Interrupted,
+        "137" => AgentEnd::LeftRunning,
         _ => AgentEnd::Other(status),
     };
-    (out, end)
+    Some((out, end, pid))
 }
 
 #[test]
 fn visible_pilot_agent_gets_sigint_instead_of_a_post_to_the_admin() {
     let envoy = start(Script::envoy());
-    let (out, agent) = run_beside_pilot_agent(&[("ENVOY_ADMIN_API", envoy.url())], 0);
+    let Some((out, agent, pid)) = run_beside_pilot_agent(&[("ENVOY_ADMIN_API", envoy.url())], 0)
+    else {
+        return;
+    };
     let dump = out.dump_with(&[&envoy]);
     assert_eq!(out.code, Some(0), "{dump}");
     assert_eq!(agent, AgentEnd::Interrupted, "{dump}");
-    assert!(out.stderr.contains("sent SIGINT to pilot-agent"), "{dump}");
+    let sent = format!("sent SIGINT to pilot-agent (pid {pid})");
+    assert!(out.stderr.contains(&sent), "expected {sent:?}\n{dump}");
     assert_eq!(
         envoy.quit_requests(),
         0,
@@ -1078,12 +1108,16 @@ fn unreachable_istio_quit_api_falls_back_to_sigint_of_pilot_agent() {
         ("ENVOY_ADMIN_API", envoy.url()),
         ("ISTIO_QUIT_API", istio.clone()),
     ];
-    let (out, agent) = run_beside_pilot_agent(&env, 4);
+    let Some((out, agent, pid)) = run_beside_pilot_agent(&env, 4) else {
+        return;
+    };
     let dump = out.dump_with(&[&envoy]);
     assert_eq!(out.code, Some(4), "{dump}");
     let failed = format!("quit POST {istio}/quitquitquit failed: connection refused");
     assert!(out.stderr.contains(&failed), "{dump}");
     assert_eq!(agent, AgentEnd::Interrupted, "{dump}");
+    let sent = format!("sent SIGINT to pilot-agent (pid {pid})");
+    assert!(out.stderr.contains(&sent), "expected {sent:?}\n{dump}");
     assert_eq!(envoy.quit_requests(), 0, "{dump}");
 }
 
@@ -1095,7 +1129,9 @@ fn reachable_istio_quit_api_leaves_pilot_agent_unsignalled() {
         ("ENVOY_ADMIN_API", envoy.url()),
         ("ISTIO_QUIT_API", pilot.url()),
     ];
-    let (out, agent) = run_beside_pilot_agent(&env, 0);
+    let Some((out, agent, _)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
     let dump = out.dump_with(&[&envoy, &pilot]);
     assert_eq!(out.code, Some(0), "{dump}");
     assert_eq!(posts(&pilot, "/quitquitquit"), 1, "{dump}");
@@ -1104,6 +1140,8 @@ fn reachable_istio_quit_api_leaves_pilot_agent_unsignalled() {
         AgentEnd::LeftRunning,
         "the POST worked: no signal\n{dump}"
     );
+    assert!(!out.stderr.contains("sent SIGINT"), "{dump}");
+    assert_eq!(envoy.quit_requests(), 0, "{dump}");
 }
 
 #[test]
@@ -1113,78 +1151,83 @@ fn never_kill_istio_leaves_a_visible_pilot_agent_unsignalled() {
         ("ENVOY_ADMIN_API", envoy.url()),
         ("NEVER_KILL_ISTIO", "true".to_owned()),
     ];
-    let (out, agent) = run_beside_pilot_agent(&env, 0);
+    let Some((out, agent, _)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
     let dump = out.dump_with(&[&envoy]);
     assert_eq!(out.code, Some(0), "{dump}");
     assert_eq!(agent, AgentEnd::LeftRunning, "{dump}");
+    assert!(!out.stderr.contains("sent SIGINT"), "{dump}");
     assert_eq!(envoy.quit_requests(), 0, "{dump}");
 }
 
-/// Keeps this module's runs whose tandem may look for a pilot-agent (shared)
-/// apart from the runs that show one (exclusive). Readers go first, so a test
-/// never waits for a writer while it holds a shared guard itself.
-struct Gate {
-    state: Mutex<GateState>,
-    changed: Condvar,
+#[test]
+fn pilot_agent_of_a_nested_pid_namespace_is_left_alone_and_the_admin_gets_the_post() {
+    // What keeps the fakes above from other tests' tandems: one run outside the
+    // namespace, while a fake pilot-agent is visible in /proc, still POSTs.
+    if let Some(reason) = pilot_agent_namespace_unavailable() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    if real_pilot_agent_visible(
+        "pilot_agent_of_a_nested_pid_namespace_is_left_alone_and_the_admin_gets_the_post",
+    ) {
+        return;
+    }
+    let dir = temp_dir("nested-pilot-agent");
+    let fake = copy_sleep_as_pilot_agent(&dir);
+    // Not PID 1 of its namespace, which would ignore a SIGINT without a handler.
+    let nested = spawn(
+        Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+            .args(["sh", "-c", NESTED_PILOT_AGENT, "sh"])
+            .arg(&fake),
+    );
+    let mut agent = None;
+    let visible = wait_until(Duration::from_secs(10), || {
+        agent = nested_pilot_agent(&fake);
+        agent.is_some()
+    });
+    assert!(visible, "the nested fake never showed up in /proc");
+    let envoy = start(Script::envoy());
+    let out = run(
+        tandem().env("ENVOY_ADMIN_API", envoy.url()).arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = out.dump_with(&[&envoy]);
+    let agent: i32 = agent.and_then(|pid| pid.parse().ok()).expect("found above");
+    let alive = state(agent).is_some_and(|state| state != 'Z');
+    drop(nested);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert_eq!(posts(&envoy, "/quitquitquit"), 1, "{dump}");
+    assert!(!out.stderr.contains("sent SIGINT"), "{dump}");
+    assert!(
+        alive,
+        "the nested pilot-agent {agent} was signalled\n{dump}"
+    );
 }
 
-struct GateState {
-    readers: usize,
-    writer: bool,
-}
+/// Run by `sh` as PID 1 of a new PID namespace with the fake's path: starts it
+/// with SIGINT at its default (see [`BESIDE_PILOT_AGENT`]) and waits.
+const NESTED_PILOT_AGENT: &str =
+    r#"env --default-signal=INT "$1" 60 </dev/null >/dev/null 2>&1 & wait"#;
 
-static GATE: Gate = Gate {
-    state: Mutex::new(GateState {
-        readers: 0,
-        writer: false,
-    }),
-    changed: Condvar::new(),
-};
-
-/// Held while a run may look for (shared) or shows (exclusive) a pilot-agent.
-struct GateGuard {
-    exclusive: bool,
-}
-
-impl Gate {
-    fn lock() -> MutexGuard<'static, GateState> {
-        GATE.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait(state: MutexGuard<'static, GateState>) -> MutexGuard<'static, GateState> {
-        GATE.changed.wait(state).unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn shared() -> GateGuard {
-        let mut state = Gate::lock();
-        while state.writer {
-            state = Gate::wait(state);
-        }
-        state.readers += 1;
-        GateGuard { exclusive: false }
-    }
-
-    fn exclusive() -> GateGuard {
-        let mut state = Gate::lock();
-        while state.writer || state.readers > 0 {
-            state = Gate::wait(state);
-        }
-        state.writer = true;
-        GateGuard { exclusive: true }
-    }
-}
-
-impl Drop for GateGuard {
-    fn drop(&mut self) {
-        let mut state = Gate::lock();
-        if self.exclusive {
-            state.writer = false;
-        } else {
-            state.readers -= 1;
-        }
-        drop(state);
-        GATE.changed.notify_all();
-    }
+/// The pid (in this test's namespace) of the process running `exe` under the name
+/// `pilot-agent` in another PID namespace, once it does.
+fn nested_pilot_agent(exe: &Path) -> Option<String> {
+    let mine = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|entry| {
+            let path = entry.path();
+            std::fs::read_to_string(path.join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == "pilot-agent")
+                && std::fs::read_link(path.join("exe")).is_ok_and(|e| e == exe)
+                && std::fs::read_link(path.join("ns/pid")).is_ok_and(|ns| ns != mine)
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
 }
 
 // ---------------------------------------------------------------------------
@@ -1271,7 +1314,7 @@ fn serve_raw(mut stream: &TcpStream, answer: &[u8]) -> Option<RawReq> {
         if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
             break at + 4;
         }
-        match stream.read(&mut buf) {
+        match read_retrying(&mut stream, &mut buf) {
             Ok(0) | Err(_) => return None,
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
         }
@@ -1289,7 +1332,7 @@ fn serve_raw(mut stream: &TcpStream, answer: &[u8]) -> Option<RawReq> {
         .min(64 * 1024);
     let mut body = bytes[head_end..].to_vec();
     while body.len() < length {
-        match stream.read(&mut buf) {
+        match read_retrying(&mut stream, &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => body.extend_from_slice(&buf[..n]),
         }

@@ -5,9 +5,9 @@
 
 use crate::reaping::state;
 use crate::signals::{REACT, Recorder, kill, python};
-use crate::support::{tandem, wait_until};
+use crate::support::{read_retrying, tandem, wait_until};
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -65,7 +65,7 @@ impl OnTty {
         thread::spawn(move || {
             let mut buf = [0; 4096];
             // Ends with EIO once every slave descriptor is closed.
-            while let Ok(n @ 1..) = reader.read(&mut buf) {
+            while let Ok(n @ 1..) = read_retrying(&mut reader, &mut buf) {
                 sink.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .extend_from_slice(&buf[..n]);
@@ -198,14 +198,18 @@ fn ctrl_z_stops_app_and_tandem_and_sigcont_gives_the_app_the_terminal_back() {
 /// A minimal job-control shell, run as the terminal's session leader: it starts
 /// `argv[1:]` in a background process group (`tandem … &`); when that job stops, it
 /// says `job stopped` and brings it to the foreground (`fg`); it exits with the
-/// job's status.
+/// job's status. Like a real shell, both parent and child set the job's group,
+/// whichever runs first.
 const SHELL: &str = r#"
 import os, signal, sys
 pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
     os.execv(sys.argv[1], sys.argv[1:])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)
+except PermissionError:
+    pass  # EACCES: the child already ran execv, after its own setpgid.
 _, status = os.waitpid(pid, os.WUNTRACED)
 if os.WIFSTOPPED(status):
     os.write(1, b'job stopped\r\n')

@@ -748,6 +748,8 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         }
         let stream = match incoming {
             Ok(stream) => stream,
+            // A signal interrupted accept: just accept again.
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
                 // E.g. EMFILE: back off briefly instead of spinning on the error.
                 thread::sleep(Duration::from_millis(10));

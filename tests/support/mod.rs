@@ -10,12 +10,14 @@ pub mod fake_admin;
 pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
 
 use std::ffi::OsString;
-use std::io::Read;
-use std::path::PathBuf;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,11 @@ unsafe extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
 
-/// `tandem` from this build, with an empty environment except `PATH`.
+/// `tandem` from this build, with an empty environment except `PATH`, and every
+/// signal at its default action: the suite may run under `nohup` or as a
+/// background job of a non-interactive shell (SIGHUP, SIGINT, SIGQUIT ignored),
+/// and tandem passes an ignored set on to the app. (`Command` already empties the
+/// signal mask.) A test's own `pre_exec`, added later, runs after this one.
 pub fn tandem() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tandem"));
     cmd.env_clear();
@@ -49,6 +55,18 @@ pub fn tandem() -> Command {
         "PATH",
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH)),
     );
+    // SAFETY: the closure runs between fork and exec and calls only `signal`,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in 1..=31 {
+                if sig != SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        });
+    }
     cmd
 }
 
@@ -137,7 +155,7 @@ impl Pipe {
         let sink = Arc::clone(&bytes);
         thread::spawn(move || {
             let mut buf = [0; 8192];
-            while let Ok(n @ 1..) = source.read(&mut buf) {
+            while let Ok(n @ 1..) = read_retrying(&mut source, &mut buf) {
                 sink.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .extend_from_slice(&buf[..n]);
@@ -291,14 +309,149 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// A new, empty directory unique to this call, under the system temp dir.
+/// `source.read(buf)`, retried while a signal interrupts it (`EINTR`): the kernel
+/// never restarts a read that has a timeout (`SO_RCVTIMEO`), whatever `SA_RESTART`
+/// says, and `read` itself does not retry as `read_exact` and `read_to_end` do.
+pub fn read_retrying(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match source.read(buf) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
+        }
+    }
+}
+
+/// A new, empty directory unique to this call, under this process's
+/// [`temp_root`].
 pub fn temp_dir(name: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("tandem-test-{}-{n}-{name}", std::process::id()));
-    // A leftover from an earlier run with the same pid would leak old files in.
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)
-        .unwrap_or_else(|err| panic!("cannot create {}: {err}", dir.display()));
+    let dir = temp_root().join(format!("{n}-{name}"));
+    fs::create_dir_all(&dir).unwrap_or_else(|err| panic!("cannot create {}: {err}", dir.display()));
     dir
+}
+
+/// Name of the directory of one test process's [`temp_dir`]s: this, then its pid.
+const TEMP_ROOT_PREFIX: &str = "tandem-tests-";
+/// Name of each [`temp_dir`] of earlier versions of this harness: this, then
+/// `PID-N-NAME`. They were never deleted.
+const LEGACY_TEMP_PREFIX: &str = "tandem-test-";
+
+/// `TMP/tandem-tests-PID`, made empty at the first call, which also deletes the
+/// directories that test processes no longer running left in `TMP` (tests copy
+/// binaries into theirs), so what a run leaves lasts only until the next one.
+pub fn temp_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        remove_stale_temp_dirs(&tmp);
+        let root = tmp.join(format!("{TEMP_ROOT_PREFIX}{}", std::process::id()));
+        // A leftover from an earlier run with the same pid would leak old files in.
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root)
+            .unwrap_or_else(|err| panic!("cannot create {}: {err}", root.display()));
+        root
+    })
+}
+
+/// Deletes the directories in `tmp` named by [`temp_pid`] whose process is gone.
+/// Without `/proc` nothing is known to be gone, so nothing is deleted.
+fn remove_stale_temp_dirs(tmp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let stale = entry
+            .file_name()
+            .to_str()
+            .and_then(temp_pid)
+            .is_some_and(|pid| {
+                pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+            });
+        // `file_type` does not follow symlinks: a link is never followed nor deleted.
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            // Another test process may be deleting it too.
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The pid in a name `tandem-tests-PID` or `tandem-test-PID-N-NAME`, else `None`.
+fn temp_pid(name: &str) -> Option<u32> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(pid) = name.strip_prefix(TEMP_ROOT_PREFIX) {
+        return digits(pid).then(|| pid.parse().ok()).flatten();
+    }
+    let mut parts = name.strip_prefix(LEGACY_TEMP_PREFIX)?.splitn(3, '-');
+    let (pid, n, _name) = (parts.next()?, parts.next()?, parts.next()?);
+    (digits(pid) && digits(n))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+#[test]
+fn temp_pid_reads_only_the_two_exact_patterns() {
+    for (name, pid) in [
+        ("tandem-tests-42", Some(42)),
+        ("tandem-test-42-0-pilot-agent", Some(42)),
+        ("tandem-test-42-17-x", Some(42)),
+        ("tandem-tests-", None),
+        ("tandem-tests-42x", None),
+        ("tandem-tests-4-2", None),
+        ("tandem-test-42-0", None),
+        ("tandem-test-42-x-name", None),
+        ("tandem-test--0-name", None),
+        ("tandem-ci.log", None),
+        ("other-tandem-tests-42", None),
+        ("tandem-tests-99999999999999999999", None),
+    ] {
+        assert_eq!(temp_pid(name), pid, "{name}");
+    }
+}
+
+#[test]
+fn stale_temp_dirs_of_gone_processes_are_deleted_and_nothing_else() {
+    let tmp = temp_dir("stale");
+    let mut exited = Command::new("true").spawn().expect("spawn true");
+    let gone = exited.id();
+    exited.wait().expect("reap true");
+    let me = std::process::id();
+    let outside = temp_dir("outside");
+    let made = |name: String| {
+        let dir = tmp.join(name);
+        fs::create_dir_all(dir.join("sub")).expect("make a directory");
+        fs::write(dir.join("sub/file"), "x").expect("write a file");
+        dir
+    };
+    let deleted = [
+        made(format!("tandem-tests-{gone}")),
+        made(format!("tandem-test-{gone}-3-pilot-agent")),
+    ];
+    let kept = [
+        made(format!("tandem-tests-{me}")),
+        made("tandem-tests-1".to_owned()),
+        made(format!("tandem-test-{me}-0-x")),
+        made(format!("other-tandem-tests-{gone}")),
+        made(format!("tandem-tests-{gone}-x")),
+    ];
+    let link = tmp.join(format!("tandem-test-{gone}-4-link"));
+    std::os::unix::fs::symlink(&outside, &link).expect("symlink");
+    remove_stale_temp_dirs(&tmp);
+    for dir in &deleted {
+        assert!(!dir.exists(), "{} was kept", dir.display());
+    }
+    for dir in &kept {
+        assert!(
+            dir.join("sub/file").exists(),
+            "{} was deleted",
+            dir.display()
+        );
+    }
+    assert!(
+        link.is_symlink() && outside.exists(),
+        "a symlink was followed"
+    );
 }
