@@ -242,16 +242,20 @@ fn log_result(url: &str, result: &Result<u16, http::Failure>) {
     }
 }
 
-/// SIGINTs every visible pilot-agent; true when there was one.
+/// SIGINTs every visible pilot-agent; true when one got the signal (one that
+/// vanished in between does not count, so the POST is still tried).
 fn interrupt_pilot_agents() -> bool {
-    let pids = procfs::find_pilot_agents();
-    for &pid in &pids {
+    let mut delivered = false;
+    for pid in procfs::find_pilot_agents() {
         match procfs::interrupt(pid) {
-            Ok(()) => log::info!("sent SIGINT to pilot-agent (pid {pid})"),
+            Ok(()) => {
+                log::info!("sent SIGINT to pilot-agent (pid {pid})");
+                delivered = true;
+            }
             Err(e) => log::warning!("could not signal pilot-agent (pid {pid}): {e}"),
         }
     }
-    !pids.is_empty()
+    delivered
 }
 
 #[cfg(test)]
