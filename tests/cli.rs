@@ -2,7 +2,9 @@
 //! usage errors, `--help`/`--version`, and "bad values are errors" — each bad
 //! value exits 64 with one line naming it, before anything is contacted or started.
 
-use crate::support::{FakeAdmin, Out, Script, run, tandem, temp_dir, wait_until};
+use crate::support::{
+    FakeAdmin, Out, Script, app_touching, run, start, tandem, tandem_at, temp_dir, wait_until,
+};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -65,36 +67,16 @@ const SPEC_OPTIONS: [&str; 23] = [
     "--",
 ];
 
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake admin starts")
-}
-
-/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
-/// quit then goes straight to the fake, where without it tandem would first look
-/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
-fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
-    [
-        ("ENVOY_ADMIN_API", fake.url()),
-        ("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url())),
-    ]
-}
-
 /// A tandem whose every sidecar setting points at `fake`: admin, extra readiness
 /// URL and generic quit endpoint. Whatever tandem contacts, the fake logs it.
 fn aimed_at(fake: &FakeAdmin) -> Command {
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(fake))
-        .env("TANDEM_READY_URLS", format!("{}/ready", fake.url()))
+    let mut cmd = tandem_at(fake);
+    cmd.env("TANDEM_READY_URLS", format!("{}/ready", fake.url()))
         .env(
             "GENERIC_QUIT_ENDPOINTS",
             format!("{}/generic-quit", fake.url()),
         );
     cmd
-}
-
-/// Appends an app that creates `marker`, so a test can tell whether it started.
-fn app_touching(cmd: &mut Command, marker: &Path) {
-    cmd.args(["sh", "-c", "touch \"$1\"", "sh"]).arg(marker);
 }
 
 /// Asserts that `fake` never got a request, allowing a late one time to arrive.
@@ -438,7 +420,6 @@ fn admin_option_overrides_a_bad_variable() {
     let marker = dir.join("started");
     let mut cmd = tandem();
     cmd.env("ENVOY_ADMIN_API", "ftp://not-read")
-        .env("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url()))
         .args(["--admin", &fake.url()]);
     app_touching(&mut cmd, &marker);
     let out = run(&mut cmd, RUN_TIMEOUT);

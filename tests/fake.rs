@@ -2,7 +2,7 @@
 //! tandem's tests can trust what it answers and logs; and of the process harness.
 
 use crate::support::{
-    FakeAdmin, Fault, Flavor, Req, SIGTERM, Script, read_retrying, run, spawn, temp_dir, wait_until,
+    Fault, Flavor, Req, SIGTERM, Script, read_retrying, run, spawn, start, temp_dir, wait_until,
 };
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 
 /// Bound on every socket operation in these tests, so none can hang.
 const IO_TIMEOUT: Duration = Duration::from_secs(3);
-
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake starts")
-}
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");

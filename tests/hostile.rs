@@ -4,7 +4,10 @@
 //! gives up with 69 in about that time (plus the bounded quit phase), and its
 //! memory stays small while it polls.
 
-use crate::support::{FakeAdmin, Fault, Out, Running, Script, spawn, tandem, temp_dir, wait_until};
+use crate::support::{
+    FakeAdmin, Fault, Out, Running, Script, app_touching, spawn, start, tandem_at, temp_dir,
+    wait_until,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -22,32 +25,16 @@ const EXPOSURE: Duration = Duration::from_secs(2);
 /// Bound on tandem's peak resident memory (a debug build idles around 2–4 MiB).
 const MAX_RSS_KIB: u64 = 8 * 1024;
 
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake admin starts")
-}
-
-/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
-/// quit then goes straight to the fake, where without it tandem would first look
-/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
-fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
-    [
-        ("ENVOY_ADMIN_API", fake.url()),
-        ("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url())),
-    ]
-}
-
 /// tandem waiting on `fake` with the fail and quit timeouts above, with an app
 /// that would leave a marker; returns the command and the marker's path.
 fn against(fake: &FakeAdmin, fail_timeout: Duration) -> (Command, PathBuf) {
     let marker = temp_dir("hostile").join("started");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(fake))
-        .arg("--fail-timeout")
+    let mut cmd = tandem_at(fake);
+    cmd.arg("--fail-timeout")
         .arg(format!("{}ms", fail_timeout.as_millis()))
         .arg("--quit-timeout")
-        .arg(format!("{}ms", QUIT_TIMEOUT.as_millis()))
-        .args(["sh", "-c", "touch \"$1\"", "sh"])
-        .arg(&marker);
+        .arg(format!("{}ms", QUIT_TIMEOUT.as_millis()));
+    app_touching(&mut cmd, &marker);
     (cmd, marker)
 }
 
@@ -137,9 +124,8 @@ fn endless_body_with_200_counts_as_ready_without_hanging_or_growing() {
     let fake = start(Script::envoy().fault(Fault::EndlessBody));
     let dir = temp_dir("endless-ready");
     let peak = dir.join("peak");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake))
-        .arg("--quit-timeout")
+    let mut cmd = tandem_at(&fake);
+    cmd.arg("--quit-timeout")
         .arg(format!("{}ms", QUIT_TIMEOUT.as_millis()))
         // The app reads tandem's (its parent's) peak memory after the wait.
         .args(["sh", "-c", "grep VmHWM /proc/$PPID/status > \"$1\"", "sh"])

@@ -4,11 +4,10 @@
 //! (`--wait-only`, `--quit-only`, `--install-to`) do what they say.
 
 use crate::support::{
-    FakeAdmin, Out, SIGHUP, SIGINT, SIGTERM, SIGUSR1, Script, run, spawn, tandem, temp_dir,
-    wait_until,
+    Out, SIGHUP, SIGINT, SIGTERM, SIGUSR1, Script, closed_port, run, spawn, start, tandem,
+    tandem_at, tandem_at_url, temp_dir, wait_until,
 };
 use std::ffi::OsString;
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,25 +17,6 @@ use std::time::Duration;
 const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Bound on waiting for the app to report that it runs.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake admin starts")
-}
-
-/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
-/// quit then goes straight to the fake, where without it tandem would first look
-/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
-fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
-    envoy_url(&fake.url())
-}
-
-/// [`envoy_at`] for a URL that is not a fake's (credentials, a closed port).
-fn envoy_url(url: &str) -> [(&'static str, String); 2] {
-    [
-        ("ENVOY_ADMIN_API", url.to_owned()),
-        ("ENVOY_KILL_API", format!("{url}/quitquitquit")),
-    ]
-}
 
 /// `tandem --log off sh -c SCRIPT sh ARGS…`: only the app writes output.
 fn quiet_sh(script: &str, args: &[&str]) -> Command {
@@ -81,12 +61,6 @@ impl Drop for Scratch {
         let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// A loopback port with nothing listening (it was free a moment ago).
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
 }
 
 fn write_executable(path: &Path, text: &str) {
@@ -163,9 +137,7 @@ fn missing_command_exits_127_naming_it() {
 fn missing_command_still_quits_the_sidecar() {
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
-            .arg("/nonexistent/tandem-test-app"),
+        tandem_at(&fake).arg("/nonexistent/tandem-test-app"),
         RUN_TIMEOUT,
     );
     assert_code(&out, 127);
@@ -296,9 +268,8 @@ fn app_inherits_environment_and_working_directory() {
     let dir = Scratch::new("inherit");
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
+        tandem_at(&fake)
             .current_dir(&dir)
-            .envs(envoy_at(&fake))
             .env("TANDEM_TEST_VALUE", "two words\tand a tab")
             .args(["--log", "off", "sh", "-c"])
             .arg("printf '%s|%s|%s' \"$TANDEM_TEST_VALUE\" \"$ENVOY_ADMIN_API\" \"$(pwd -P)\""),
@@ -342,10 +313,7 @@ fn tandem_writes_nothing_to_stdout_in_any_mode() {
     for args in runs {
         for level in ["debug", "info"] {
             let out = run(
-                tandem()
-                    .envs(envoy_at(&fake))
-                    .args(["--log", level])
-                    .args(&args),
+                tandem_at(&fake).args(["--log", level]).args(&args),
                 RUN_TIMEOUT,
             );
             assert!(
@@ -376,8 +344,7 @@ fn wait_only_exits_0_when_ready_and_never_quits() {
     let admin = start(Script::envoy().ready_after(Duration::from_millis(300)));
     let generic = start(Script::generic());
     let out = run(
-        tandem()
-            .envs(envoy_at(&admin))
+        tandem_at(&admin)
             .env("GENERIC_QUIT_ENDPOINTS", generic.url())
             .arg("--wait-only"),
         RUN_TIMEOUT,
@@ -401,18 +368,14 @@ fn wait_only_exits_0_when_ready_and_never_quits() {
 fn wait_only_exits_0_after_wait_timeout_and_69_after_fail_timeout() {
     let admin = start(Script::envoy().never_ready());
     let out = run(
-        tandem()
-            .envs(envoy_at(&admin))
-            .args(["--wait-only", "--wait-timeout", "300ms"]),
+        tandem_at(&admin).args(["--wait-only", "--wait-timeout", "300ms"]),
         RUN_TIMEOUT,
     );
     assert_code(&out, 0);
     assert!(out.stderr.contains("warning"), "{}", out.dump());
 
     let out = run(
-        tandem()
-            .envs(envoy_at(&admin))
-            .args(["--wait-only", "--fail-timeout", "300ms"]),
+        tandem_at(&admin).args(["--wait-only", "--fail-timeout", "300ms"]),
         RUN_TIMEOUT,
     );
     assert_code(&out, 69);
@@ -424,8 +387,7 @@ fn quit_only_sends_the_quits_now_and_exits_0() {
     let admin = start(Script::envoy().never_ready());
     let generic = start(Script::generic());
     let out = run(
-        tandem()
-            .envs(envoy_at(&admin))
+        tandem_at(&admin)
             .env("GENERIC_QUIT_ENDPOINTS", format!("{}/stop", generic.url()))
             .arg("--quit-only"),
         RUN_TIMEOUT,
@@ -455,8 +417,7 @@ fn quit_only_sends_the_quits_now_and_exits_0() {
 fn quit_only_exits_0_even_when_the_quit_fails() {
     let port = closed_port();
     let out = run(
-        tandem()
-            .envs(envoy_url(&format!("http://127.0.0.1:{port}")))
+        tandem_at_url(&format!("http://127.0.0.1:{port}"))
             .env(
                 "GENERIC_QUIT_ENDPOINTS",
                 format!("http://127.0.0.1:{port}/x"),

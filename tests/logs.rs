@@ -2,8 +2,9 @@
 //! shapes with a correct UTC timestamp, one line per event whatever the message
 //! holds, no credentials, and the level settings with their precedence.
 
-use crate::support::{FakeAdmin, Out, Script, run, tandem};
-use std::net::TcpListener;
+use crate::support::{
+    FakeAdmin, Out, Script, closed_port, run, start, tandem, tandem_at, tandem_at_url,
+};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,31 +14,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 const TEXT_PREFIX: &str = "####-##-##T##:##:##.###Z tandem: ";
 /// Shape of a timestamp.
 const TIMESTAMP: &str = "####-##-##T##:##:##.###Z";
-
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake admin starts")
-}
-
-/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
-/// quit then goes straight to the fake, where without it tandem would first look
-/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
-fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
-    envoy_url(&fake.url())
-}
-
-/// [`envoy_at`] for a URL that is not a fake's (credentials, a closed port).
-fn envoy_url(url: &str) -> [(&'static str, String); 2] {
-    [
-        ("ENVOY_ADMIN_API", url.to_owned()),
-        ("ENVOY_KILL_API", format!("{url}/quitquitquit")),
-    ]
-}
-
-/// A loopback port with nothing listening (it was free a moment ago).
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
-}
 
 /// Whether `text` starts with `shape` (`#` standing for any ASCII digit).
 fn has_shape(text: &str, shape: &str) -> bool {
@@ -195,14 +171,13 @@ fn assert_json_lines(out: &Out) -> Vec<(String, String)> {
 /// and a quit endpoint that refuses: info, warning and debug lines all occur.
 /// `options` go before the app.
 fn eventful(fake: &FakeAdmin, options: &[&str]) -> Command {
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(fake))
-        .env(
-            "GENERIC_QUIT_ENDPOINTS",
-            format!("http://127.0.0.1:{}/quit", closed_port()),
-        )
-        .args(options)
-        .args(["sh", "-c", "exit 3"]);
+    let mut cmd = tandem_at(fake);
+    cmd.env(
+        "GENERIC_QUIT_ENDPOINTS",
+        format!("http://127.0.0.1:{}/quit", closed_port()),
+    )
+    .args(options)
+    .args(["sh", "-c", "exit 3"]);
     cmd
 }
 
@@ -298,8 +273,7 @@ fn credentials_never_reach_the_log() {
     let creds = |url: String| url.replacen("http://", "http://user:secret@", 1);
     for format in ["text", "json"] {
         let out = run(
-            tandem()
-                .envs(envoy_url(&creds(admin.url())))
+            tandem_at_url(&creds(admin.url()))
                 .env("TANDEM_READY_URLS", creds(format!("{}/up", other.url())))
                 .env(
                     "GENERIC_QUIT_ENDPOINTS",
@@ -333,10 +307,7 @@ fn credentials_never_reach_the_log() {
 fn scuttle_logging_false_silences_info_but_not_warnings() {
     let fake = start(Script::envoy());
     let quiet = run(
-        tandem()
-            .env("SCUTTLE_LOGGING", "false")
-            .envs(envoy_at(&fake))
-            .arg("true"),
+        tandem_at(&fake).env("SCUTTLE_LOGGING", "false").arg("true"),
         RUN_TIMEOUT,
     );
     assert_eq!(quiet.code, Some(0), "{}", quiet.dump());
@@ -365,9 +336,8 @@ fn scuttle_logging_false_silences_info_but_not_warnings() {
 fn envoy_preflight_logging_false_silences_info() {
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
+        tandem_at(&fake)
             .env("ENVOY_PREFLIGHT_LOGGING", "false")
-            .envs(envoy_at(&fake))
             .arg("true"),
         RUN_TIMEOUT,
     );
@@ -378,12 +348,7 @@ fn envoy_preflight_logging_false_silences_info() {
 #[test]
 fn log_off_prints_nothing() {
     let fake = start(Script::envoy().ready_after_polls(2));
-    let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
-            .args(["--log", "off", "true"]),
-        RUN_TIMEOUT,
-    );
+    let out = run(tandem_at(&fake).args(["--log", "off", "true"]), RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump());
     assert!(out.stderr.is_empty(), "{}", out.dump());
 
@@ -396,8 +361,7 @@ fn log_off_prints_nothing() {
 fn tandem_log_beats_scuttle_logging() {
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
+        tandem_at(&fake)
             .env("SCUTTLE_LOGGING", "false")
             .env("TANDEM_LOG", "info")
             .arg("true"),
@@ -410,8 +374,7 @@ fn tandem_log_beats_scuttle_logging() {
     );
 
     let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
+        tandem_at(&fake)
             .env("SCUTTLE_LOGGING", "true")
             .env("TANDEM_LOG", "off")
             .arg("true"),
@@ -424,8 +387,7 @@ fn tandem_log_beats_scuttle_logging() {
 fn envoy_preflight_logging_beats_scuttle_logging() {
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
+        tandem_at(&fake)
             .env("SCUTTLE_LOGGING", "true")
             .env("ENVOY_PREFLIGHT_LOGGING", "false")
             .arg("true"),
@@ -438,8 +400,7 @@ fn envoy_preflight_logging_beats_scuttle_logging() {
 fn log_option_beats_tandem_log() {
     let fake = start(Script::envoy());
     let out = run(
-        tandem()
-            .envs(envoy_at(&fake))
+        tandem_at(&fake)
             .env("TANDEM_LOG", "off")
             .args(["--log", "info", "true"]),
         RUN_TIMEOUT,

@@ -13,8 +13,8 @@
 
 use crate::reaping::state;
 use crate::support::{
-    FakeAdmin, Fault, Out, Req, SIGTERM, Script, read_retrying, run, spawn, tandem, temp_dir,
-    wait_until,
+    FakeAdmin, Fault, Out, Req, SIGTERM, Script, app_touching, closed_port, read_retrying, run,
+    spawn, start, tandem, tandem_at, tandem_at_url, temp_dir, wait_until,
 };
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -29,16 +29,6 @@ use std::time::{Duration, Instant};
 const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Bound on socket reads and writes of [`RawServer`].
 const RAW_IO_TIMEOUT: Duration = Duration::from_secs(5);
-
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake starts")
-}
-
-/// A loopback port that nothing listens on (bound, then released).
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local addr").port()
-}
 
 /// How many `POST path` requests `fake` received.
 fn posts(fake: &FakeAdmin, path: &str) -> usize {
@@ -96,11 +86,6 @@ fn app_writing_pid(cmd: &mut Command, marker: &Path, code: i32) {
         .arg(code.to_string());
 }
 
-/// An app that creates `marker` and exits 0: its absence proves it never started.
-fn app_touching(cmd: &mut Command, marker: &Path) {
-    cmd.args(["sh", "-c", ": > \"$1\"", "sh"]).arg(marker);
-}
-
 // ---------------------------------------------------------------------------
 // Which sidecar gets the quit (SPEC §5.2)
 // ---------------------------------------------------------------------------
@@ -127,8 +112,7 @@ fn plain_envoy_admin_gets_one_post_quitquitquit_after_the_app_exited() {
         }
     }));
     assert_ne!(envoy.port(), 15000);
-    let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", envoy.url());
+    let mut cmd = tandem_at(&envoy);
     app_writing_pid(&mut cmd, &marker, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
 
@@ -166,8 +150,7 @@ fn quit_request_is_a_post_with_an_empty_body_and_nothing_else() {
     }
     let admin = RawServer::start("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nOK\n");
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", admin.url())
+        tandem_at_url(&admin.url())
             .env("START_WITHOUT_ENVOY", "true")
             .arg("true"),
         RUN_TIMEOUT,
@@ -205,8 +188,7 @@ fn istio_quit_api_gets_post_quitquitquit_and_envoy_admin_gets_none() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .arg("true"),
         RUN_TIMEOUT,
@@ -223,8 +205,7 @@ fn envoy_kill_api_gets_a_post_to_its_exact_url() {
     let envoy = start(Script::envoy());
     let killer = start(Script::generic());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env(
                 "ENVOY_KILL_API",
                 format!("{}/custom/stop?now=1", killer.url()),
@@ -256,9 +237,7 @@ fn admin_on_port_15000_is_quit_through_pilot_agent_on_15020() {
         return;
     };
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", "http://127.0.0.1:15000")
-            .arg("true"),
+        tandem_at_url("http://127.0.0.1:15000").arg("true"),
         RUN_TIMEOUT,
     );
     let dump = out.dump_with(&[&envoy, &pilot]);
@@ -313,8 +292,7 @@ fn generic_endpoints_are_posted_before_the_istio_quit() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .env(
                 "GENERIC_QUIT_ENDPOINTS",
@@ -343,8 +321,7 @@ fn never_kill_istio_still_posts_generic_endpoints() {
     let envoy = start(Script::envoy());
     let generic = start(Script::generic());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
             .env("NEVER_KILL_ISTIO", "true")
             .arg("true"),
@@ -439,8 +416,7 @@ fn hanging_quit_endpoints_are_abandoned_at_quit_request_timeout() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent().fault_on("/quitquitquit", Fault::Hang));
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .env(
                 "GENERIC_QUIT_ENDPOINTS",
@@ -498,8 +474,7 @@ fn a_hanging_generic_endpoint_leaves_time_for_the_istio_quit() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .env("GENERIC_QUIT_ENDPOINTS", format!("{}/hang", hang.url()))
             .env("QUIT_REQUEST_TIMEOUT", "1s")
@@ -530,8 +505,7 @@ fn istio_quit_that_hangs_is_abandoned_at_quit_request_timeout() {
     let envoy = start(Script::envoy());
     let pilot = start(Script::pilot_agent().fault_on("/quitquitquit", Fault::Hang));
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .env("QUIT_REQUEST_TIMEOUT", "500ms")
             .args(["sh", "-c", "exit 3"]),
@@ -579,9 +553,8 @@ fn quit_phase_is_bounded_by_five_seconds_by_default() {
 fn assert_admin_kept_generic_sent(test: &str, setup: impl FnOnce(&mut Command)) {
     let envoy = start(Script::envoy());
     let generic = start(Script::generic());
-    let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", envoy.url())
-        .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()));
+    let mut cmd = tandem_at(&envoy);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()));
     setup(&mut cmd);
     cmd.arg("true");
     let out = run(&mut cmd, RUN_TIMEOUT);
@@ -637,8 +610,7 @@ fn generic_quit_only_leaves_istio_quit_api_alone() {
     let pilot = start(Script::pilot_agent());
     let generic = start(Script::generic());
     let out = run(
-        tandem()
-            .env("ENVOY_ADMIN_API", envoy.url())
+        tandem_at(&envoy)
             .env("ISTIO_QUIT_API", pilot.url())
             .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
             .env("GENERIC_QUIT_ONLY", "yes")
@@ -660,9 +632,8 @@ type Env<'a> = &'a [(&'a str, &'a str)];
 fn run_with_policy(code: i32, env: Env, args: &[&str]) -> (Out, usize, usize, String) {
     let envoy = start(Script::envoy());
     let generic = start(Script::generic());
-    let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", envoy.url())
-        .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
+    let mut cmd = tandem_at(&envoy);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
         .envs(env.iter().copied())
         .args(args)
         .args(["sh", "-c", &format!("exit {code}")]);
@@ -739,8 +710,7 @@ fn non_local_admin_url_is_never_sent_a_quit() {
         let generic = start(Script::generic());
         let admin = format!("http://{host}:{}", closed_port());
         let out = run(
-            tandem()
-                .env("ENVOY_ADMIN_API", &admin)
+            tandem_at_url(&admin)
                 .env("START_WITHOUT_ENVOY", "true")
                 .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
                 .arg("true"),
@@ -774,11 +744,7 @@ fn localhost_admin_url_is_local_and_gets_the_quit() {
     }
     let envoy = start(Script::envoy());
     let out = run(
-        tandem()
-            .env(
-                "ENVOY_ADMIN_API",
-                format!("http://localhost:{}", envoy.port()),
-            )
+        tandem_at_url(&format!("http://localhost:{}", envoy.port()))
             .env("START_WITHOUT_ENVOY", "true")
             .arg("true"),
         RUN_TIMEOUT,
@@ -889,9 +855,8 @@ fn sigterm_while_waiting(env: Env) -> (Out, FakeAdmin, FakeAdmin, PathBuf) {
     let envoy = start(Script::envoy().never_ready());
     let generic = start(Script::generic());
     let marker = temp_dir("sigterm-wait").join("app-started");
-    let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", envoy.url())
-        .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
+    let mut cmd = tandem_at(&envoy);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
         .envs(env.iter().copied());
     app_touching(&mut cmd, &marker);
     let mut running = spawn(&mut cmd);
@@ -944,9 +909,8 @@ fn fail_timeout_exits_69_and_sends_the_quits() {
     let envoy = start(Script::envoy().never_ready());
     let generic = start(Script::generic());
     let marker = temp_dir("fail-timeout").join("app-started");
-    let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", envoy.url())
-        .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
+    let mut cmd = tandem_at(&envoy);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
         .args(["--fail-timeout", "300ms"]);
     app_touching(&mut cmd, &marker);
     let out = run(&mut cmd, RUN_TIMEOUT);
@@ -1190,10 +1154,7 @@ fn pilot_agent_of_a_nested_pid_namespace_is_left_alone_and_the_admin_gets_the_po
     });
     assert!(visible, "the nested fake never showed up in /proc");
     let envoy = start(Script::envoy());
-    let out = run(
-        tandem().env("ENVOY_ADMIN_API", envoy.url()).arg("true"),
-        RUN_TIMEOUT,
-    );
+    let out = run(tandem_at(&envoy).arg("true"), RUN_TIMEOUT);
     let dump = out.dump_with(&[&envoy]);
     let agent: i32 = agent.and_then(|pid| pid.parse().ok()).expect("found above");
     let alive = state(agent).is_some_and(|state| state != 'Z');

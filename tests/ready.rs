@@ -8,7 +8,9 @@
 //! `Instant`s are converted to the same clock, which is exact to microseconds
 //! over the few seconds a test lasts.
 
-use crate::support::{FakeAdmin, Out, Req, Script, run, spawn, tandem, temp_dir, wait_until};
+use crate::support::{
+    FakeAdmin, Out, Req, Script, run, spawn, start, tandem, tandem_at, temp_dir, wait_until,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,20 +19,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Slack on "about that long": the machine is shared and busy.
 const SLACK: Duration = Duration::from_secs(4);
-
-fn start(script: Script) -> FakeAdmin {
-    FakeAdmin::start(script).expect("fake admin starts")
-}
-
-/// `ENVOY_ADMIN_API` at `fake`, and `ENVOY_KILL_API` at its `/quitquitquit`: the
-/// quit then goes straight to the fake, where without it tandem would first look
-/// for a process named pilot-agent and SIGINT one that another test started (SPEC §5.2).
-fn envoy_at(fake: &FakeAdmin) -> [(&'static str, String); 2] {
-    [
-        ("ENVOY_ADMIN_API", fake.url()),
-        ("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url())),
-    ]
-}
 
 /// Nanoseconds since the epoch, the unit of `date +%s%N`.
 fn wall_ns() -> u128 {
@@ -79,8 +67,7 @@ fn ms(ns: u128) -> f64 {
 fn app_never_starts_before_the_sidecar_is_ready() {
     let fake = start(Script::envoy().ready_after(Duration::from_millis(700)));
     let dir = temp_dir("not-before-ready");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake));
+    let mut cmd = tandem_at(&fake);
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
@@ -105,8 +92,7 @@ fn app_never_starts_before_the_sidecar_is_ready() {
 fn old_envoy_without_ready_is_read_through_server_info_live() {
     let fake = start(Script::old_envoy().ready_after(Duration::from_millis(400)));
     let dir = temp_dir("old-envoy");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake));
+    let mut cmd = tandem_at(&fake);
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
@@ -133,8 +119,8 @@ fn old_envoy_without_ready_is_read_through_server_info_live() {
 fn old_envoy_that_is_not_live_is_not_ready() {
     let fake = start(Script::old_envoy().never_ready());
     let dir = temp_dir("old-envoy-not-live");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake)).args(["--fail-timeout", "600ms"]);
+    let mut cmd = tandem_at(&fake);
+    cmd.args(["--fail-timeout", "600ms"]);
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
     assert_eq!(out.code, Some(69), "{}", out.dump_with(&[&fake]));
@@ -180,8 +166,8 @@ fn tandem_ready_urls_and_the_admin_must_all_be_ready() {
     let first = start(Script::generic().ready_after(Duration::from_millis(600)));
     let second = start(Script::generic());
     let dir = temp_dir("ready-urls-env");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&admin)).env(
+    let mut cmd = tandem_at(&admin);
+    cmd.env(
         "TANDEM_READY_URLS",
         format!(" {}/a , {}/b ,", first.url(), second.url()),
     );
@@ -205,8 +191,8 @@ fn tandem_ready_urls_and_the_admin_must_all_be_ready() {
 fn wait_timeout_starts_the_app_anyway_with_a_warning() {
     let fake = start(Script::envoy().never_ready());
     let dir = temp_dir("wait-timeout");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake)).args(["--wait-timeout", "800ms"]);
+    let mut cmd = tandem_at(&fake);
+    cmd.args(["--wait-timeout", "800ms"]);
     let stamp = timed_app(&mut cmd, &dir, 5);
     let spawned = wall_ns();
     let out = run(&mut cmd, RUN_TIMEOUT);
@@ -232,8 +218,8 @@ fn wait_timeout_starts_the_app_anyway_with_a_warning() {
 fn fail_timeout_exits_69_without_starting_the_app_and_quits() {
     let fake = start(Script::envoy().never_ready());
     let dir = temp_dir("fail-timeout");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake)).args(["--fail-timeout", "800ms"]);
+    let mut cmd = tandem_at(&fake);
+    cmd.args(["--fail-timeout", "800ms"]);
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
     assert_eq!(out.code, Some(69), "{}", out.dump_with(&[&fake]));
@@ -251,9 +237,8 @@ fn fail_timeout_exits_69_without_starting_the_app_and_quits() {
 fn fail_timeout_beats_wait_timeout() {
     let fake = start(Script::envoy().never_ready());
     let dir = temp_dir("fail-beats-wait");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake))
-        .env("WAIT_FOR_ENVOY_TIMEOUT", "200ms")
+    let mut cmd = tandem_at(&fake);
+    cmd.env("WAIT_FOR_ENVOY_TIMEOUT", "200ms")
         .env("QUIT_WITHOUT_ENVOY_TIMEOUT", "900ms");
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
@@ -271,8 +256,8 @@ fn start_without_envoy_starts_at_once_and_still_quits() {
     ] {
         let fake = start(Script::envoy().never_ready());
         let dir = temp_dir("start-without-envoy");
-        let mut cmd = tandem();
-        cmd.envs(envoy_at(&fake))
+        let mut cmd = tandem_at(&fake);
+        cmd
             // Ignored with START_WITHOUT_ENVOY (SPEC §2).
             .env("QUIT_WITHOUT_ENVOY_TIMEOUT", "1ms")
             .envs(var)
@@ -295,8 +280,7 @@ fn start_without_envoy_starts_at_once_and_still_quits() {
 fn app_starts_within_about_one_poll_max_of_readiness() {
     let fake = start(Script::envoy().ready_after(Duration::from_secs(2)));
     let dir = temp_dir("poll-max");
-    let mut cmd = tandem();
-    cmd.envs(envoy_at(&fake));
+    let mut cmd = tandem_at(&fake);
     let stamp = timed_app(&mut cmd, &dir, 0);
     let out = run(&mut cmd, RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
@@ -334,7 +318,7 @@ fn app_starts_within_about_one_poll_max_of_readiness() {
 fn progress_is_logged_after_about_two_seconds_of_waiting() {
     let fake = start(Script::envoy().never_ready());
     let spawned = Instant::now();
-    let running = spawn(tandem().envs(envoy_at(&fake)).arg("true"));
+    let running = spawn(tandem_at(&fake).arg("true"));
     let logged = wait_until(Duration::from_secs(10), || {
         running.stderr_so_far().contains("still waiting")
     });

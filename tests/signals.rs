@@ -6,7 +6,9 @@
 //! The app is a small Python recorder (a shell `trap` cannot count signals); the
 //! tests that need it print a reason and return when `python3` is missing.
 
-use crate::support::{FakeAdmin, Script, run, spawn, tandem, temp_dir, wait_until};
+use crate::support::{
+    Script, app_touching, run, spawn, start, tandem, tandem_at, temp_dir, wait_until,
+};
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -279,16 +281,10 @@ fn default_relay_reaches_only_the_child() {
 #[test]
 fn terminating_signal_while_waiting_quits_sidecar_and_exits_128_plus_n() {
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
-        let fake = FakeAdmin::start(Script::envoy().never_ready()).expect("fake starts");
-        let dir = temp_dir("signal-while-waiting");
-        let marker = dir.join("app-started");
-        let mut cmd = tandem();
-        // ENVOY_KILL_API pins the quit to the fake: with plain ENVOY_ADMIN_API, a
-        // `pilot-agent` process of another test would get a SIGINT instead (§5.2).
-        cmd.env("ENVOY_ADMIN_API", fake.url())
-            .env("ENVOY_KILL_API", format!("{}/quitquitquit", fake.url()))
-            .args(["sh", "-c", "touch \"$0\""])
-            .arg(&marker);
+        let fake = start(Script::envoy().never_ready());
+        let marker = temp_dir("signal-while-waiting").join("app-started");
+        let mut cmd = tandem_at(&fake);
+        app_touching(&mut cmd, &marker);
         let mut waiting = spawn(&mut cmd);
         assert!(
             fake.wait_for_request("GET", "/ready", REACT),
