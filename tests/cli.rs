@@ -125,6 +125,16 @@ fn assert_bad_value(env: &[(&str, &str)], args: &[&str], name: &str, value: &str
     assert_refused(env, args, &[name, value, "expected"]);
 }
 
+/// [`assert_bad_value`] for the variable `var` set to `value`.
+fn assert_bad_variable(var: &str, value: &str) {
+    assert_bad_value(&[(var, value)], &[], var, value);
+}
+
+/// [`assert_bad_value`] for `option value` on the command line.
+fn assert_bad_option(option: &str, value: &str) {
+    assert_bad_value(&[], &[option, value], option, value);
+}
+
 #[test]
 fn no_command_prints_usage_to_stderr_and_exits_64() {
     let fake = start(Script::envoy());
@@ -229,30 +239,15 @@ fn help_and_version_contact_nothing() {
 
 #[test]
 fn bad_duration_exits_64_naming_the_variable() {
-    assert_bad_value(
-        &[("WAIT_FOR_ENVOY_TIMEOUT", "5x")],
-        &[],
-        "WAIT_FOR_ENVOY_TIMEOUT",
-        "5x",
-    );
-    assert_bad_value(
-        &[("QUIT_WITHOUT_ENVOY_TIMEOUT", "1.5")],
-        &[],
-        "QUIT_WITHOUT_ENVOY_TIMEOUT",
-        "1.5",
-    );
-    assert_bad_value(
-        &[("QUIT_REQUEST_TIMEOUT", "five seconds")],
-        &[],
-        "QUIT_REQUEST_TIMEOUT",
-        "five seconds",
-    );
+    assert_bad_variable("WAIT_FOR_ENVOY_TIMEOUT", "5x");
+    assert_bad_variable("QUIT_WITHOUT_ENVOY_TIMEOUT", "1.5");
+    assert_bad_variable("QUIT_REQUEST_TIMEOUT", "five seconds");
 }
 
 #[test]
 fn negative_duration_option_exits_64_naming_the_option() {
-    assert_bad_value(&[], &["--quit-timeout", "-1s"], "--quit-timeout", "-1s");
-    assert_bad_value(&[], &["--fail-timeout", "-5ms"], "--fail-timeout", "-5ms");
+    assert_bad_option("--quit-timeout", "-1s");
+    assert_bad_option("--fail-timeout", "-5ms");
 }
 
 #[test]
@@ -265,7 +260,7 @@ fn bad_boolean_exits_64_naming_the_variable() {
         "NEVER_KILL_ISTIO_ON_FAILURE",
         "ALWAYS_KILL_ENVOY",
     ] {
-        assert_bad_value(&[(var, "maybe")], &[], var, "maybe");
+        assert_bad_variable(var, "maybe");
     }
 }
 
@@ -280,25 +275,15 @@ fn bad_admin_url_exits_64_naming_the_variable() {
         "http://127.0.0.1:65536",
         "http://127.0.0.1:http",
     ] {
-        assert_bad_value(&[("ENVOY_ADMIN_API", url)], &[], "ENVOY_ADMIN_API", url);
+        assert_bad_variable("ENVOY_ADMIN_API", url);
     }
 }
 
 #[test]
 fn bad_url_option_exits_64_naming_the_option() {
-    assert_bad_value(&[], &["--admin", "ftp://x"], "--admin", "ftp://x");
-    assert_bad_value(
-        &[],
-        &["--istio-quit", "http://127.0.0.1:0"],
-        "--istio-quit",
-        "http://127.0.0.1:0",
-    );
-    assert_bad_value(
-        &[],
-        &["--envoy-quit", "http:///quitquitquit"],
-        "--envoy-quit",
-        "http:///quitquitquit",
-    );
+    assert_bad_option("--admin", "ftp://x");
+    assert_bad_option("--istio-quit", "http://127.0.0.1:0");
+    assert_bad_option("--envoy-quit", "http:///quitquitquit");
 }
 
 #[test]
@@ -309,14 +294,9 @@ fn bad_url_in_a_list_exits_64_naming_the_list_and_the_item() {
         "GENERIC_QUIT_ENDPOINTS",
         "ftp://x",
     );
-    assert_bad_value(
-        &[("TANDEM_READY_URLS", "http://127.0.0.1:65536/ready")],
-        &[],
-        "TANDEM_READY_URLS",
-        "http://127.0.0.1:65536/ready",
-    );
-    assert_bad_value(&[], &["--ready", "gopher://x"], "--ready", "gopher://x");
-    assert_bad_value(&[], &["--quit", "http://"], "--quit", "http://");
+    assert_bad_variable("TANDEM_READY_URLS", "http://127.0.0.1:65536/ready");
+    assert_bad_option("--ready", "gopher://x");
+    assert_bad_option("--quit", "http://");
 }
 
 #[test]
@@ -325,61 +305,40 @@ fn https_url_exits_64_in_a_build_without_tls() {
         return;
     }
     let fake = start(Script::envoy());
-    let url = format!("https://{}", fake.addr());
-    assert_bad_value(&[("ENVOY_ADMIN_API", &url)], &[], "ENVOY_ADMIN_API", &url);
+    assert_bad_variable("ENVOY_ADMIN_API", &format!("https://{}", fake.addr()));
 }
 
 #[test]
 fn unknown_preset_exits_64_naming_it() {
-    assert_bad_value(&[("TANDEM_MESH", "consul")], &[], "TANDEM_MESH", "consul");
+    assert_bad_variable("TANDEM_MESH", "consul");
     assert_bad_value(&[], &["--mesh", "istio,nope"], "--mesh", "nope");
 }
 
 #[test]
 fn bad_log_level_exits_64_naming_it() {
-    assert_bad_value(&[("TANDEM_LOG", "loud")], &[], "TANDEM_LOG", "loud");
-    assert_bad_value(
-        &[("SCUTTLE_LOGGING", "maybe")],
-        &[],
-        "SCUTTLE_LOGGING",
-        "maybe",
-    );
-    assert_bad_value(
-        &[("ENVOY_PREFLIGHT_LOGGING", "2")],
-        &[],
-        "ENVOY_PREFLIGHT_LOGGING",
-        "2",
-    );
-    assert_bad_value(&[], &["--log", "verbose"], "--log", "verbose");
+    assert_bad_variable("TANDEM_LOG", "loud");
+    assert_bad_variable("SCUTTLE_LOGGING", "maybe");
+    assert_bad_variable("ENVOY_PREFLIGHT_LOGGING", "2");
+    assert_bad_option("--log", "verbose");
 }
 
 #[test]
 fn bad_log_format_exits_64_naming_it() {
-    assert_bad_value(
-        &[("TANDEM_LOG_FORMAT", "xml")],
-        &[],
-        "TANDEM_LOG_FORMAT",
-        "xml",
-    );
-    assert_bad_value(&[], &["--log-format", "yaml"], "--log-format", "yaml");
+    assert_bad_variable("TANDEM_LOG_FORMAT", "xml");
+    assert_bad_option("--log-format", "yaml");
 }
 
 #[test]
 fn bad_forward_to_exits_64_naming_it() {
-    assert_bad_value(
-        &[("TANDEM_FORWARD_TO", "parent")],
-        &[],
-        "TANDEM_FORWARD_TO",
-        "parent",
-    );
-    assert_bad_value(&[], &["--forward-to", "all"], "--forward-to", "all");
+    assert_bad_variable("TANDEM_FORWARD_TO", "parent");
+    assert_bad_option("--forward-to", "all");
 }
 
 #[test]
 fn zero_poll_max_exits_64_naming_it() {
-    assert_bad_value(&[("TANDEM_POLL_MAX", "0")], &[], "TANDEM_POLL_MAX", "0");
-    assert_bad_value(&[], &["--poll-max", "0s"], "--poll-max", "0s");
-    assert_bad_value(&[("TANDEM_POLL_MAX", "-1s")], &[], "TANDEM_POLL_MAX", "-1s");
+    assert_bad_variable("TANDEM_POLL_MAX", "0");
+    assert_bad_option("--poll-max", "0s");
+    assert_bad_variable("TANDEM_POLL_MAX", "-1s");
 }
 
 #[test]

@@ -303,15 +303,42 @@ fn credentials_never_reach_the_log() {
     assert!(admin.is_ready());
 }
 
+/// Runs `tandem ARGS true` with `env` against `fake`, which is ready at once or
+/// soon; asserts the run succeeded.
+fn run_true(fake: &FakeAdmin, env: &[(&str, &str)], args: &[&str]) -> Out {
+    let out = run(
+        tandem_at(fake)
+            .envs(env.iter().copied())
+            .args(args)
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump_with(&[fake]));
+    out
+}
+
+/// Asserts the run logged nothing at all.
+fn assert_silent(out: &Out) {
+    assert!(
+        out.stderr.is_empty(),
+        "expected no log lines\n{}",
+        out.dump()
+    );
+}
+
+/// Asserts the run logged info lines (its "ready" line).
+fn assert_info_shown(out: &Out) {
+    assert!(
+        out.stderr.contains("ready"),
+        "no info lines\n{}",
+        out.dump()
+    );
+}
+
 #[test]
 fn scuttle_logging_false_silences_info_but_not_warnings() {
     let fake = start(Script::envoy());
-    let quiet = run(
-        tandem_at(&fake).env("SCUTTLE_LOGGING", "false").arg("true"),
-        RUN_TIMEOUT,
-    );
-    assert_eq!(quiet.code, Some(0), "{}", quiet.dump());
-    assert!(quiet.stderr.is_empty(), "{}", quiet.dump());
+    assert_silent(&run_true(&fake, &[("SCUTTLE_LOGGING", "false")], &[]));
 
     let failing = run(
         eventful(&fake, &[]).env("SCUTTLE_LOGGING", "false"),
@@ -335,81 +362,50 @@ fn scuttle_logging_false_silences_info_but_not_warnings() {
 #[test]
 fn envoy_preflight_logging_false_silences_info() {
     let fake = start(Script::envoy());
-    let out = run(
-        tandem_at(&fake)
-            .env("ENVOY_PREFLIGHT_LOGGING", "false")
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    assert_eq!(out.code, Some(0), "{}", out.dump());
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    assert_silent(&run_true(
+        &fake,
+        &[("ENVOY_PREFLIGHT_LOGGING", "false")],
+        &[],
+    ));
 }
 
 #[test]
 fn log_off_prints_nothing() {
     let fake = start(Script::envoy().ready_after_polls(2));
-    let out = run(tandem_at(&fake).args(["--log", "off", "true"]), RUN_TIMEOUT);
-    assert_eq!(out.code, Some(0), "{}", out.dump());
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    assert_silent(&run_true(&fake, &[], &["--log", "off"]));
 
     let out = run(&mut eventful(&fake, &["--log", "off"]), RUN_TIMEOUT);
     assert_eq!(out.code, Some(3), "{}", out.dump());
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    assert_silent(&out);
 }
 
 #[test]
 fn tandem_log_beats_scuttle_logging() {
     let fake = start(Script::envoy());
-    let out = run(
-        tandem_at(&fake)
-            .env("SCUTTLE_LOGGING", "false")
-            .env("TANDEM_LOG", "info")
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    assert!(
-        out.stderr.contains("ready"),
-        "no info lines\n{}",
-        out.dump()
-    );
-
-    let out = run(
-        tandem_at(&fake)
-            .env("SCUTTLE_LOGGING", "true")
-            .env("TANDEM_LOG", "off")
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    let env = [("SCUTTLE_LOGGING", "false"), ("TANDEM_LOG", "info")];
+    assert_info_shown(&run_true(&fake, &env, &[]));
+    let env = [("SCUTTLE_LOGGING", "true"), ("TANDEM_LOG", "off")];
+    assert_silent(&run_true(&fake, &env, &[]));
 }
 
 #[test]
 fn envoy_preflight_logging_beats_scuttle_logging() {
     let fake = start(Script::envoy());
-    let out = run(
-        tandem_at(&fake)
-            .env("SCUTTLE_LOGGING", "true")
-            .env("ENVOY_PREFLIGHT_LOGGING", "false")
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    assert!(out.stderr.is_empty(), "{}", out.dump());
+    let env = [
+        ("SCUTTLE_LOGGING", "true"),
+        ("ENVOY_PREFLIGHT_LOGGING", "false"),
+    ];
+    assert_silent(&run_true(&fake, &env, &[]));
 }
 
 #[test]
 fn log_option_beats_tandem_log() {
     let fake = start(Script::envoy());
-    let out = run(
-        tandem_at(&fake)
-            .env("TANDEM_LOG", "off")
-            .args(["--log", "info", "true"]),
-        RUN_TIMEOUT,
-    );
-    assert!(
-        out.stderr.contains("ready"),
-        "no info lines\n{}",
-        out.dump()
-    );
+    assert_info_shown(&run_true(
+        &fake,
+        &[("TANDEM_LOG", "off")],
+        &["--log", "info"],
+    ));
 }
 
 #[test]

@@ -50,6 +50,58 @@ fn quit_lines(out: &Out) -> Vec<&str> {
         .collect()
 }
 
+/// Environment variables for one run.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+/// A plain Envoy admin serving `script`, a generic endpoint, and a tandem with
+/// `ENVOY_ADMIN_API` at the admin and `GENERIC_QUIT_ENDPOINTS` at the endpoint's
+/// `/quit`; returns `(tandem, admin, endpoint)`.
+fn envoy_and_generic(script: Script) -> (Command, FakeAdmin, FakeAdmin) {
+    let envoy = start(script);
+    let generic = start(Script::generic());
+    let mut cmd = tandem_at(&envoy);
+    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()));
+    (cmd, envoy, generic)
+}
+
+/// A finished [`run_with_policy`] and its two fakes.
+struct PolicyRun {
+    out: Out,
+    envoy: FakeAdmin,
+    generic: FakeAdmin,
+    /// The output and both fakes' logs, for assertion messages.
+    dump: String,
+}
+
+impl PolicyRun {
+    /// Quit requests the admin got, POST or GET.
+    fn admin_quits(&self) -> usize {
+        self.envoy.quit_requests() + self.envoy.count("GET", "/quitquitquit")
+    }
+
+    /// Requests the generic endpoint got: nothing polls it, so each is a quit.
+    fn generic_quits(&self) -> usize {
+        self.generic.requests().len()
+    }
+}
+
+/// Runs `sh -c 'exit CODE'` with `env` and `args` against [`envoy_and_generic`]
+/// of a plain Envoy that is ready at once.
+fn run_with_policy(code: i32, env: Env, args: &[&str]) -> PolicyRun {
+    let (mut cmd, envoy, generic) = envoy_and_generic(Script::envoy());
+    cmd.envs(env.iter().copied())
+        .args(args)
+        .args(["sh", "-c", &format!("exit {code}")]);
+    let out = run(&mut cmd, RUN_TIMEOUT);
+    let dump = out.dump_with(&[&envoy, &generic]);
+    PolicyRun {
+        out,
+        envoy,
+        generic,
+        dump,
+    }
+}
+
 /// Whether a real `pilot-agent` shares this test's PID namespace, saying so: then
 /// tandem would SIGINT it instead of POSTing a plain Envoy admin (SPEC §5.2), so a
 /// test that expects that POST skips rather than signal it. The fakes of this
@@ -318,19 +370,11 @@ fn generic_endpoints_are_posted_before_the_istio_quit() {
 
 #[test]
 fn never_kill_istio_still_posts_generic_endpoints() {
-    let envoy = start(Script::envoy());
-    let generic = start(Script::generic());
-    let out = run(
-        tandem_at(&envoy)
-            .env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
-            .env("NEVER_KILL_ISTIO", "true")
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    let dump = out.dump_with(&[&envoy, &generic]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert_eq!(posts(&generic, "/quit"), 1, "{dump}");
-    assert_eq!(envoy.quit_requests(), 0, "{dump}");
+    let run = run_with_policy(0, &[("NEVER_KILL_ISTIO", "true")], &[]);
+    let dump = &run.dump;
+    assert_eq!(run.out.code, Some(0), "{dump}");
+    assert_eq!(posts(&run.generic, "/quit"), 1, "{dump}");
+    assert_eq!(run.envoy.quit_requests(), 0, "{dump}");
 }
 
 #[test]
@@ -548,60 +592,48 @@ fn quit_phase_is_bounded_by_five_seconds_by_default() {
 // Never, generic-only and failure policies (SPEC §5.1, §2)
 // ---------------------------------------------------------------------------
 
-/// Runs `true` with a plain Envoy admin and one generic endpoint plus `setup`;
-/// asserts the admin gets no quit and the generic endpoint gets one.
-fn assert_admin_kept_generic_sent(test: &str, setup: impl FnOnce(&mut Command)) {
-    let envoy = start(Script::envoy());
-    let generic = start(Script::generic());
-    let mut cmd = tandem_at(&envoy);
-    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()));
-    setup(&mut cmd);
-    cmd.arg("true");
-    let out = run(&mut cmd, RUN_TIMEOUT);
-    let dump = out.dump_with(&[&envoy, &generic]);
-    assert_eq!(out.code, Some(0), "{test}\n{dump}");
-    assert_eq!(envoy.quit_requests(), 0, "{test}: admin kept\n{dump}");
-    assert_eq!(envoy.count("GET", "/quitquitquit"), 0, "{test}\n{dump}");
-    assert_eq!(posts(&generic, "/quit"), 1, "{test}: generic sent\n{dump}");
+/// Runs [`run_with_policy`] (exit 0) with `env` and `args`; asserts the admin
+/// gets no quit, the generic endpoint gets one, and the log says why.
+fn assert_admin_kept_generic_sent(env: Env, args: &[&str]) {
+    let run = run_with_policy(0, env, args);
+    let (out, dump) = (&run.out, &run.dump);
+    let case = format!("{env:?} {args:?}");
+    assert_eq!(out.code, Some(0), "{case}\n{dump}");
+    assert_eq!(run.admin_quits(), 0, "{case}: admin kept\n{dump}");
+    assert_eq!(
+        posts(&run.generic, "/quit"),
+        1,
+        "{case}: generic sent\n{dump}"
+    );
     assert!(
         out.stderr.contains("leaving Istio/Envoy running"),
-        "{test}: the log says why\n{dump}"
+        "{case}: the log says why\n{dump}"
     );
 }
 
 #[test]
 fn never_kill_istio_true_leaves_the_admin_alone() {
-    assert_admin_kept_generic_sent("NEVER_KILL_ISTIO=true", |cmd| {
-        cmd.env("NEVER_KILL_ISTIO", "true");
-    });
+    assert_admin_kept_generic_sent(&[("NEVER_KILL_ISTIO", "true")], &[]);
 }
 
 #[test]
 fn never_kill_envoy_true_leaves_the_admin_alone() {
-    assert_admin_kept_generic_sent("NEVER_KILL_ENVOY=true", |cmd| {
-        cmd.env("NEVER_KILL_ENVOY", "TRUE");
-    });
+    assert_admin_kept_generic_sent(&[("NEVER_KILL_ENVOY", "TRUE")], &[]);
 }
 
 #[test]
 fn never_quit_option_leaves_the_admin_alone() {
-    assert_admin_kept_generic_sent("--never-quit", |cmd| {
-        cmd.arg("--never-quit");
-    });
+    assert_admin_kept_generic_sent(&[], &["--never-quit"]);
 }
 
 #[test]
 fn generic_quit_only_posts_only_the_generic_endpoints() {
-    assert_admin_kept_generic_sent("GENERIC_QUIT_ONLY=true", |cmd| {
-        cmd.env("GENERIC_QUIT_ONLY", "true");
-    });
+    assert_admin_kept_generic_sent(&[("GENERIC_QUIT_ONLY", "true")], &[]);
 }
 
 #[test]
 fn generic_quit_only_option_posts_only_the_generic_endpoints() {
-    assert_admin_kept_generic_sent("--generic-quit-only", |cmd| {
-        cmd.arg("--generic-quit-only");
-    });
+    assert_admin_kept_generic_sent(&[], &["--generic-quit-only"]);
 }
 
 #[test]
@@ -624,26 +656,6 @@ fn generic_quit_only_leaves_istio_quit_api_alone() {
     assert_eq!(posts(&generic, "/quit"), 1, "{dump}");
 }
 
-/// Environment variables for one run.
-type Env<'a> = &'a [(&'a str, &'a str)];
-
-/// Runs `sh -c 'exit CODE'` with a plain Envoy admin, a generic endpoint and
-/// `env`; returns the output and how many quits (admin, generic) arrived.
-fn run_with_policy(code: i32, env: Env, args: &[&str]) -> (Out, usize, usize, String) {
-    let envoy = start(Script::envoy());
-    let generic = start(Script::generic());
-    let mut cmd = tandem_at(&envoy);
-    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
-        .envs(env.iter().copied())
-        .args(args)
-        .args(["sh", "-c", &format!("exit {code}")]);
-    let out = run(&mut cmd, RUN_TIMEOUT);
-    let dump = out.dump_with(&[&envoy, &generic]);
-    let admin_quits = envoy.quit_requests() + envoy.count("GET", "/quitquitquit");
-    let generic_quits = generic.requests().len();
-    (out, admin_quits, generic_quits, dump)
-}
-
 #[test]
 fn keep_on_failure_after_a_failed_app_stops_nothing_not_even_generic() {
     // The variable and the option.
@@ -652,11 +664,16 @@ fn keep_on_failure_after_a_failed_app_stops_nothing_not_even_generic() {
         (&[], &["--keep-on-failure"]),
     ];
     for (env, args) in variants {
-        let (out, admin, generic, dump) = run_with_policy(1, env, args);
+        let run = run_with_policy(1, env, args);
+        let (out, dump) = (&run.out, &run.dump);
         assert_eq!(out.code, Some(1), "{env:?} {args:?}\n{dump}");
-        assert_eq!(admin, 0, "{env:?} {args:?}: admin kept\n{dump}");
-        assert_eq!(generic, 0, "{env:?} {args:?}: generic kept too\n{dump}");
-        assert!(quit_lines(&out).is_empty(), "{env:?} {args:?}\n{dump}");
+        assert_eq!(run.admin_quits(), 0, "{env:?} {args:?}: admin kept\n{dump}");
+        assert_eq!(
+            run.generic_quits(),
+            0,
+            "{env:?} {args:?}: generic kept too\n{dump}"
+        );
+        assert!(quit_lines(out).is_empty(), "{env:?} {args:?}\n{dump}");
     }
 }
 
@@ -665,16 +682,15 @@ fn keep_on_failure_after_success_sends_every_quit() {
     if real_pilot_agent_visible("keep_on_failure_after_success_sends_every_quit") {
         return;
     }
-    let (out, admin, generic, dump) =
-        run_with_policy(0, &[("NEVER_KILL_ISTIO_ON_FAILURE", "true")], &[]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert_eq!(admin, 1, "{dump}");
-    assert_eq!(generic, 1, "{dump}");
+    let run = run_with_policy(0, &[("NEVER_KILL_ISTIO_ON_FAILURE", "true")], &[]);
+    assert_eq!(run.out.code, Some(0), "{}", run.dump);
+    assert_eq!(run.admin_quits(), 1, "{}", run.dump);
+    assert_eq!(run.generic_quits(), 1, "{}", run.dump);
 }
 
 #[test]
 fn keep_on_failure_beats_always_kill_envoy() {
-    let (out, admin, generic, dump) = run_with_policy(
+    let run = run_with_policy(
         1,
         &[
             ("NEVER_KILL_ISTIO_ON_FAILURE", "true"),
@@ -682,9 +698,9 @@ fn keep_on_failure_beats_always_kill_envoy() {
         ],
         &[],
     );
-    assert_eq!(out.code, Some(1), "{dump}");
-    assert_eq!(admin, 0, "{dump}");
-    assert_eq!(generic, 0, "{dump}");
+    assert_eq!(run.out.code, Some(1), "{}", run.dump);
+    assert_eq!(run.admin_quits(), 0, "{}", run.dump);
+    assert_eq!(run.generic_quits(), 0, "{}", run.dump);
 }
 
 #[test]
@@ -692,10 +708,10 @@ fn failed_app_still_stops_the_sidecars_by_default() {
     if real_pilot_agent_visible("failed_app_still_stops_the_sidecars_by_default") {
         return;
     }
-    let (out, admin, generic, dump) = run_with_policy(42, &[("ALWAYS_KILL_ENVOY", "true")], &[]);
-    assert_eq!(out.code, Some(42), "{dump}");
-    assert_eq!(admin, 1, "{dump}");
-    assert_eq!(generic, 1, "{dump}");
+    let run = run_with_policy(42, &[("ALWAYS_KILL_ENVOY", "true")], &[]);
+    assert_eq!(run.out.code, Some(42), "{}", run.dump);
+    assert_eq!(run.admin_quits(), 1, "{}", run.dump);
+    assert_eq!(run.generic_quits(), 1, "{}", run.dump);
 }
 
 // ---------------------------------------------------------------------------
@@ -852,12 +868,9 @@ fn quit_requests_do_not_follow_redirects() {
 /// Starts tandem waiting for a never-ready Envoy with one generic endpoint and
 /// `env`, sends SIGTERM after the first `/ready` poll, and checks what followed.
 fn sigterm_while_waiting(env: Env) -> (Out, FakeAdmin, FakeAdmin, PathBuf) {
-    let envoy = start(Script::envoy().never_ready());
-    let generic = start(Script::generic());
+    let (mut cmd, envoy, generic) = envoy_and_generic(Script::envoy().never_ready());
     let marker = temp_dir("sigterm-wait").join("app-started");
-    let mut cmd = tandem_at(&envoy);
-    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
-        .envs(env.iter().copied());
+    cmd.envs(env.iter().copied());
     app_touching(&mut cmd, &marker);
     let mut running = spawn(&mut cmd);
     assert!(
@@ -906,12 +919,9 @@ fn fail_timeout_exits_69_and_sends_the_quits() {
     if real_pilot_agent_visible("fail_timeout_exits_69_and_sends_the_quits") {
         return;
     }
-    let envoy = start(Script::envoy().never_ready());
-    let generic = start(Script::generic());
+    let (mut cmd, envoy, generic) = envoy_and_generic(Script::envoy().never_ready());
     let marker = temp_dir("fail-timeout").join("app-started");
-    let mut cmd = tandem_at(&envoy);
-    cmd.env("GENERIC_QUIT_ENDPOINTS", format!("{}/quit", generic.url()))
-        .args(["--fail-timeout", "300ms"]);
+    cmd.args(["--fail-timeout", "300ms"]);
     app_touching(&mut cmd, &marker);
     let out = run(&mut cmd, RUN_TIMEOUT);
     let dump = out.dump_with(&[&envoy, &generic]);

@@ -34,16 +34,17 @@ fn wall_ns_of(at: Instant) -> u128 {
     now_ns - now.saturating_duration_since(at).as_nanos()
 }
 
-/// An app that writes its start time to `dir/started` and exits with `code`.
-fn timed_app(cmd: &mut Command, dir: &Path, code: i32) -> PathBuf {
-    let stamp = dir.join("started");
+/// Runs `cmd` with an app that writes its start time to a new file and exits
+/// with `code`; returns the output and that file's path (absent if it never ran).
+fn run_timed(cmd: &mut Command, code: i32) -> (Out, PathBuf) {
+    let stamp = temp_dir("timed-app").join("started");
     cmd.args(["sh", "-c", "date +%s%N > \"$1\"; exit \"$2\"", "sh"])
         .arg(&stamp)
         .arg(code.to_string());
-    stamp
+    (run(cmd, RUN_TIMEOUT), stamp)
 }
 
-/// The app's start time written by [`timed_app`]; panics with `out` if it never ran.
+/// The app's start time written by [`run_timed`]; panics with `out` if it never ran.
 fn started_at(stamp: &Path, out: &Out, fakes: &[&FakeAdmin]) -> u128 {
     let text = std::fs::read_to_string(stamp)
         .unwrap_or_else(|e| panic!("the app did not run ({e})\n{}", out.dump_with(fakes)));
@@ -59,6 +60,21 @@ fn first_answer(fake: &FakeAdmin, path: &str, status: u16) -> Option<Req> {
         .find(|req| req.path == path && req.status == Some(status))
 }
 
+/// Asserts that the app, started at `app` (wall clock), started after each
+/// `(fake, path)` of `checks` first answered 200.
+fn assert_started_after_each_200(app: u128, checks: &[(&FakeAdmin, String)], out: &Out) {
+    let all: Vec<&FakeAdmin> = checks.iter().map(|(fake, _)| *fake).collect();
+    for (fake, path) in checks {
+        let ok = first_answer(fake, path, 200)
+            .unwrap_or_else(|| panic!("{path} never answered 200\n{}", out.dump_with(&all)));
+        assert!(
+            app > wall_ns_of(ok.at),
+            "the app started before {path} was ready\n{}",
+            out.dump_with(&all)
+        );
+    }
+}
+
 fn ms(ns: u128) -> f64 {
     ns as f64 / 1e6
 }
@@ -66,10 +82,7 @@ fn ms(ns: u128) -> f64 {
 #[test]
 fn app_never_starts_before_the_sidecar_is_ready() {
     let fake = start(Script::envoy().ready_after(Duration::from_millis(700)));
-    let dir = temp_dir("not-before-ready");
-    let mut cmd = tandem_at(&fake);
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut tandem_at(&fake), 0);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
     let app = started_at(&stamp, &out, &[&fake]);
     let ok = first_answer(&fake, "/ready", 200)
@@ -91,10 +104,7 @@ fn app_never_starts_before_the_sidecar_is_ready() {
 #[test]
 fn old_envoy_without_ready_is_read_through_server_info_live() {
     let fake = start(Script::old_envoy().ready_after(Duration::from_millis(400)));
-    let dir = temp_dir("old-envoy");
-    let mut cmd = tandem_at(&fake);
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut tandem_at(&fake), 0);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
     assert!(
         first_answer(&fake, "/ready", 404).is_some(),
@@ -118,11 +128,7 @@ fn old_envoy_without_ready_is_read_through_server_info_live() {
 #[test]
 fn old_envoy_that_is_not_live_is_not_ready() {
     let fake = start(Script::old_envoy().never_ready());
-    let dir = temp_dir("old-envoy-not-live");
-    let mut cmd = tandem_at(&fake);
-    cmd.args(["--fail-timeout", "600ms"]);
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(tandem_at(&fake).args(["--fail-timeout", "600ms"]), 0);
     assert_eq!(out.code, Some(69), "{}", out.dump_with(&[&fake]));
     assert!(!stamp.exists(), "{}", out.dump());
     assert!(
@@ -139,25 +145,20 @@ fn every_ready_url_must_be_ready_and_the_slowest_decides() {
         start(Script::generic().ready_after(Duration::from_millis(800))),
         start(Script::generic().ready_after(Duration::from_millis(300))),
     ];
-    let dir = temp_dir("several-ready");
+    let checks: Vec<(&FakeAdmin, String)> = fakes
+        .iter()
+        .enumerate()
+        .map(|(i, fake)| (fake, format!("/check{i}")))
+        .collect();
     let mut cmd = tandem();
-    for (i, fake) in fakes.iter().enumerate() {
-        cmd.arg("--ready").arg(format!("{}/check{i}", fake.url()));
+    for (fake, path) in &checks {
+        cmd.arg("--ready").arg(format!("{}{path}", fake.url()));
     }
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut cmd, 0);
     let all: Vec<&FakeAdmin> = fakes.iter().collect();
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&all));
     let app = started_at(&stamp, &out, &all);
-    for (i, fake) in fakes.iter().enumerate() {
-        let ok = first_answer(fake, &format!("/check{i}"), 200)
-            .unwrap_or_else(|| panic!("check{i} never answered 200\n{}", out.dump_with(&all)));
-        assert!(
-            app > wall_ns_of(ok.at),
-            "the app started before check{i} was ready\n{}",
-            out.dump_with(&all)
-        );
-    }
+    assert_started_after_each_200(app, &checks, &out);
 }
 
 #[test]
@@ -165,37 +166,25 @@ fn tandem_ready_urls_and_the_admin_must_all_be_ready() {
     let admin = start(Script::envoy().ready_after(Duration::from_millis(300)));
     let first = start(Script::generic().ready_after(Duration::from_millis(600)));
     let second = start(Script::generic());
-    let dir = temp_dir("ready-urls-env");
     let mut cmd = tandem_at(&admin);
     cmd.env(
         "TANDEM_READY_URLS",
         format!(" {}/a , {}/b ,", first.url(), second.url()),
     );
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut cmd, 0);
     let all = [&admin, &first, &second];
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&all));
     let app = started_at(&stamp, &out, &all);
-    for (fake, path) in [(&admin, "/ready"), (&first, "/a"), (&second, "/b")] {
-        let ok = first_answer(fake, path, 200)
-            .unwrap_or_else(|| panic!("{path} never answered 200\n{}", out.dump_with(&all)));
-        assert!(
-            app > wall_ns_of(ok.at),
-            "the app started before {path} was ready\n{}",
-            out.dump_with(&all)
-        );
-    }
+    let checks = [(&admin, "/ready"), (&first, "/a"), (&second, "/b")]
+        .map(|(fake, path)| (fake, path.to_owned()));
+    assert_started_after_each_200(app, &checks, &out);
 }
 
 #[test]
 fn wait_timeout_starts_the_app_anyway_with_a_warning() {
     let fake = start(Script::envoy().never_ready());
-    let dir = temp_dir("wait-timeout");
-    let mut cmd = tandem_at(&fake);
-    cmd.args(["--wait-timeout", "800ms"]);
-    let stamp = timed_app(&mut cmd, &dir, 5);
     let spawned = wall_ns();
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(tandem_at(&fake).args(["--wait-timeout", "800ms"]), 5);
     assert_eq!(out.code, Some(5), "{}", out.dump_with(&[&fake]));
     let app = started_at(&stamp, &out, &[&fake]);
     let waited = Duration::from_nanos(u64::try_from(app - spawned).unwrap_or(u64::MAX));
@@ -217,11 +206,7 @@ fn wait_timeout_starts_the_app_anyway_with_a_warning() {
 #[test]
 fn fail_timeout_exits_69_without_starting_the_app_and_quits() {
     let fake = start(Script::envoy().never_ready());
-    let dir = temp_dir("fail-timeout");
-    let mut cmd = tandem_at(&fake);
-    cmd.args(["--fail-timeout", "800ms"]);
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(tandem_at(&fake).args(["--fail-timeout", "800ms"]), 0);
     assert_eq!(out.code, Some(69), "{}", out.dump_with(&[&fake]));
     assert!(!stamp.exists(), "the app was started\n{}", out.dump());
     assert!(
@@ -236,12 +221,10 @@ fn fail_timeout_exits_69_without_starting_the_app_and_quits() {
 #[test]
 fn fail_timeout_beats_wait_timeout() {
     let fake = start(Script::envoy().never_ready());
-    let dir = temp_dir("fail-beats-wait");
     let mut cmd = tandem_at(&fake);
     cmd.env("WAIT_FOR_ENVOY_TIMEOUT", "200ms")
         .env("QUIT_WITHOUT_ENVOY_TIMEOUT", "900ms");
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut cmd, 0);
     assert_eq!(out.code, Some(69), "{}", out.dump_with(&[&fake]));
     assert!(!stamp.exists(), "the app was started\n{}", out.dump());
     assert_eq!(fake.quit_requests(), 1, "{}", out.dump_with(&[&fake]));
@@ -255,15 +238,13 @@ fn start_without_envoy_starts_at_once_and_still_quits() {
         (None, &["--no-wait"][..]),
     ] {
         let fake = start(Script::envoy().never_ready());
-        let dir = temp_dir("start-without-envoy");
         let mut cmd = tandem_at(&fake);
         cmd
             // Ignored with START_WITHOUT_ENVOY (SPEC §2).
             .env("QUIT_WITHOUT_ENVOY_TIMEOUT", "1ms")
             .envs(var)
             .args(args);
-        let stamp = timed_app(&mut cmd, &dir, 0);
-        let out = run(&mut cmd, RUN_TIMEOUT);
+        let (out, stamp) = run_timed(&mut cmd, 0);
         assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
         assert!(stamp.exists(), "{}", out.dump());
         assert_eq!(
@@ -279,10 +260,7 @@ fn start_without_envoy_starts_at_once_and_still_quits() {
 #[test]
 fn app_starts_within_about_one_poll_max_of_readiness() {
     let fake = start(Script::envoy().ready_after(Duration::from_secs(2)));
-    let dir = temp_dir("poll-max");
-    let mut cmd = tandem_at(&fake);
-    let stamp = timed_app(&mut cmd, &dir, 0);
-    let out = run(&mut cmd, RUN_TIMEOUT);
+    let (out, stamp) = run_timed(&mut tandem_at(&fake), 0);
     assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
     let requests = fake.requests();
     let first = requests.first().expect("at least one poll");
