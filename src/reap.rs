@@ -55,9 +55,7 @@ pub(crate) fn wait_for(
         if info.si_code == libc::CLD_STOPPED || info.si_code == libc::CLD_TRAPPED {
             consume_stop(who);
             if who == pid && is_terminal_stop(status) {
-                log::debug!("the app was stopped by signal {status}; stopping too");
-                // SAFETY: stopping ourselves hands the terminal back to the shell; SIGCONT resumes us.
-                unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+                pass_on_stop(pid, status);
             }
             continue;
         }
@@ -68,6 +66,25 @@ pub(crate) fn wait_for(
             return Ok(ChildEnd::from_wait_status(status));
         }
         let _ = reap(who);
+    }
+}
+
+/// The app stopped on its terminal (Ctrl-Z, or reading it from the background):
+/// tandem stops too, so the shell that started it gets its prompt back and `fg`
+/// resumes both. As PID 1 (`docker run -it`) there is no such shell, and the kernel
+/// would not stop PID 1 anyway: the app's group is resumed instead of hanging.
+fn pass_on_stop(pid: libc::pid_t, sig: i32) {
+    // SAFETY: getpid and kill take and return plain integers.
+    unsafe {
+        if libc::getpid() == 1 {
+            log::warning!(
+                "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
+            );
+            libc::kill(-pid, libc::SIGCONT);
+        } else {
+            log::debug!("the app was stopped by signal {sig}; stopping too");
+            libc::kill(libc::getpid(), libc::SIGSTOP);
+        }
     }
 }
 

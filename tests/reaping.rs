@@ -51,7 +51,7 @@ fn wait_pid_file(path: &Path) -> i32 {
 }
 
 /// Why this machine cannot run tandem as PID 1 of a new PID namespace, if it can't.
-fn pid_namespace_unavailable() -> Option<String> {
+pub(crate) fn pid_namespace_unavailable() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root: a new PID namespace needs CAP_SYS_ADMIN".into());

@@ -1,9 +1,9 @@
 //! Under a real pseudo-terminal (SPEC §4): tandem hands the terminal's foreground
 //! to the app, so Ctrl-C reaches it once; Ctrl-Z stops the app and tandem, and
 //! SIGCONT gives the app the terminal back; started in the background, tandem
-//! does not touch the terminal and does not hang.
+//! does not touch the terminal and does not hang; as PID 1, a stopped app is resumed.
 
-use crate::reaping::state;
+use crate::reaping::{pid_namespace_unavailable, state};
 use crate::signals::{REACT, Recorder, kill, python};
 use crate::support::{read_retrying, tandem, wait_until};
 use std::fs::{self, File};
@@ -264,4 +264,41 @@ fn background_app_reading_the_terminal_stops_the_job_and_fg_resumes_it() {
         "screen:\n{}",
         tty.screen()
     );
+}
+
+#[test]
+fn ctrl_z_of_the_app_under_tandem_as_pid_1_resumes_it_instead_of_hanging() {
+    if let Some(why) = pid_namespace_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = crate::support::temp_dir("tty-pid1-ctrl-z");
+    // The app and its `sleep`s keep SIGTSTP's default (stop); the trap ends it.
+    let script = r#"trap 'echo int > "$0/int"; exit 7' INT; echo ready > "$0/ready"; while :; do sleep 0.05; done"#;
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_tandem"))
+        .args(["sh", "-c", script])
+        .arg(&dir);
+    let mut tty = OnTty::spawn(&mut cmd);
+    assert!(
+        wait_until(RUN, || dir.join("ready").exists()),
+        "the app never started; screen:\n{}",
+        tty.screen()
+    );
+    tty.type_keys(b"\x1a");
+    assert!(
+        wait_until(RUN, || tty.screen().contains("resuming it now")),
+        "tandem as PID 1 did not resume the stopped app; screen:\n{}",
+        tty.screen()
+    );
+    // A stopped app would hold the SIGINT pending and never run its trap.
+    tty.type_keys(b"\x03");
+    assert!(
+        wait_until(RUN, || dir.join("int").exists()),
+        "the resumed app never got Ctrl-C; screen:\n{}",
+        tty.screen()
+    );
+    let status = tty.wait();
+    assert_eq!(status.code(), Some(7), "screen:\n{}", tty.screen());
 }
