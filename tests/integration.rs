@@ -13,6 +13,8 @@ mod idle;
 mod lifecycle;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
 mod logs;
+/// The `--mesh` presets on their fixed ports, skipped where a port is taken (SPEC §6).
+mod presets;
 /// The quit phase: targets, order, concurrency, deadline, policies (SPEC §5).
 mod quit;
 /// Readiness: /ready, /server_info fallback, several URLs, timeouts, backoff (SPEC §3).

@@ -13,8 +13,8 @@
 
 use crate::reaping::state;
 use crate::support::{
-    FakeAdmin, Fault, Out, Req, SIGTERM, Script, app_touching, closed_port, read_retrying, run,
-    spawn, start, tandem, tandem_at, tandem_at_url, temp_dir, wait_until,
+    FakeAdmin, Fault, Out, Req, SIGTERM, Script, app_touching, closed_port, fixed_ports_turn,
+    read_retrying, run, spawn, start, tandem, tandem_at, tandem_at_url, temp_dir, wait_until,
 };
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -274,6 +274,7 @@ fn envoy_kill_api_gets_a_post_to_its_exact_url() {
 
 #[test]
 fn admin_on_port_15000_is_quit_through_pilot_agent_on_15020() {
+    let _turn = fixed_ports_turn();
     let Ok(envoy) = FakeAdmin::start_on("127.0.0.1:15000", Script::envoy()) else {
         eprintln!(
             "skipping admin_on_port_15000_is_quit_through_pilot_agent_on_15020: \

@@ -9,7 +9,7 @@ pub mod fake_admin;
 mod setup;
 
 pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
-pub use setup::{app_touching, closed_port, start, tandem_at, tandem_at_url};
+pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
 
 use std::ffi::OsString;
 use std::fs;

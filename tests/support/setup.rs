@@ -5,6 +5,7 @@ use super::{FakeAdmin, Script, tandem};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 
 /// A fake sidecar serving `script` on a free loopback port; stopped when dropped.
 pub fn start(script: Script) -> FakeAdmin {
@@ -37,4 +38,14 @@ pub fn closed_port() -> u16 {
 /// never started.
 pub fn app_touching(cmd: &mut Command, marker: &Path) {
     cmd.args(["sh", "-c", ": > \"$1\"", "sh"]).arg(marker);
+}
+
+/// Sidecar ports that are fixed by the product (Istio's 15000/15020/15021, the
+/// presets' 9901, 4191, 9090, 9091): tests that bind them take turns here, so a
+/// sibling test never makes one skip.
+static FIXED_PORTS: Mutex<()> = Mutex::new(());
+
+/// Holds the turn on the fixed sidecar ports until dropped.
+pub fn fixed_ports_turn() -> MutexGuard<'static, ()> {
+    FIXED_PORTS.lock().unwrap_or_else(|p| p.into_inner())
 }
