@@ -76,12 +76,25 @@ fn serve(args: Args) -> Result<(), String> {
         None => None,
     };
     let hook_log = log_file.clone();
+    // Readiness polls repeat the same line dozens of times: print a run once, then its count.
+    let last_line = std::sync::Mutex::new((String::new(), 0u32));
     let script = args.script.on_request(move |req| {
         let status = match req.status {
             Some(status) => status.to_string(),
             None => "no answer".to_owned(),
         };
-        eprintln!("fake_sidecar: {} {} -> {status}", req.method, req.path);
+        let line = format!("{} {} -> {status}", req.method, req.path);
+        let mut last = last_line.lock().unwrap_or_else(|p| p.into_inner());
+        if last.0 == line {
+            last.1 += 1;
+        } else {
+            if last.1 > 0 {
+                eprintln!("fake_sidecar:   … and {} more like it", last.1);
+            }
+            eprintln!("fake_sidecar: {line}");
+            *last = (line, 0);
+        }
+        drop(last);
         if let Some(file) = &hook_log {
             append(
                 file,
