@@ -109,9 +109,28 @@ pub(crate) fn spawn(
         // std's Child is dropped without wait: reaping is `reap`'s job, by pid.
         Ok(child) => libc::pid_t::try_from(child.id())
             .map_err(|_| Error::Io("spawning the app", io::Error::other("pid out of range"))),
-        Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::NotFound(command.to_owned())),
+        Err(e) if e.kind() == ErrorKind::NotFound && !exists(command) => {
+            Err(Error::NotFound(command.to_owned()))
+        }
+        // ENOENT for a file that is there: its `#!` interpreter (or loader) is missing.
+        // A shell says "bad interpreter" and exits 126; so does tandem.
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::NotExecutable(
+            command.to_owned(),
+            io::Error::new(e.kind(), "its interpreter or loader was not found"),
+        )),
         Err(e) => Err(Error::NotExecutable(command.to_owned(), e)),
     }
+}
+
+/// Whether COMMAND names an existing file, looked up as exec does: as a path when it
+/// has a `/`, else in each `PATH` directory. Asked only after a failed spawn.
+fn exists(command: &OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if command.as_bytes().contains(&b'/') {
+        return std::path::Path::new(command).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(command).is_file()))
 }
 
 #[cfg(test)]

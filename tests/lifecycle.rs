@@ -164,6 +164,22 @@ fn non_executable_file_exits_126() {
 }
 
 #[test]
+fn script_whose_interpreter_is_missing_exits_126_not_127() {
+    let dir = Scratch::new("bad-interpreter");
+    write_executable(&dir.join("app"), "#!/nonexistent/interpreter\nexit 0\n");
+    let out = run(tandem().arg(dir.join("app")), RUN_TIMEOUT);
+    assert_code(&out, 126);
+    assert!(out.stderr.contains("interpreter"), "{}", out.dump());
+    assert!(!out.stderr.contains("command not found"), "{}", out.dump());
+
+    // Found through PATH, the same: it exists, so it is not "command not found".
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    let out = run(tandem().env("PATH", &path).arg("app"), RUN_TIMEOUT);
+    assert_code(&out, 126);
+    assert!(!out.stderr.contains("command not found"), "{}", out.dump());
+}
+
+#[test]
 fn command_is_looked_up_in_path() {
     let dir = Scratch::new("path-lookup");
     write_executable(
