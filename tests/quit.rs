@@ -13,8 +13,9 @@
 
 use crate::reaping::state;
 use crate::support::{
-    FakeAdmin, Fault, Out, Req, SIGTERM, Script, app_touching, closed_port, fixed_ports_turn,
-    read_retrying, run, spawn, start, tandem, tandem_at, tandem_at_url, temp_dir, wait_until,
+    FakeAdmin, Fault, Out, Req, SIGTERM, Script, app_touching, closed_port, default_signals,
+    fixed_ports_turn, read_retrying, run, spawn, start, tandem, tandem_at, tandem_at_url, temp_dir,
+    wait_until,
 };
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -1029,7 +1030,8 @@ fn run_beside_pilot_agent(env: &[(&str, String)], code: i32) -> Option<(Out, Age
     copy_sleep_as_pilot_agent(&dir);
 
     let mut cmd = Command::new("unshare");
-    cmd.env_clear()
+    default_signals(&mut cmd)
+        .env_clear()
         .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
         .envs(env.iter().map(|(k, v)| (k, v)))
         // If the run is killed on timeout, the namespace and the fake go with it.
@@ -1153,7 +1155,7 @@ fn pilot_agent_of_a_nested_pid_namespace_is_left_alone_and_the_admin_gets_the_po
     let fake = copy_sleep_as_pilot_agent(&dir);
     // Not PID 1 of its namespace, which would ignore a SIGINT without a handler.
     let nested = spawn(
-        Command::new("unshare")
+        default_signals(&mut Command::new("unshare"))
             .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
             .args(["sh", "-c", NESTED_PILOT_AGENT, "sh"])
             .arg(&fake),

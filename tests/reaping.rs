@@ -3,7 +3,7 @@
 //! exits, whatever grandchildren still run.
 
 use crate::signals::{REACT, kill};
-use crate::support::{run, spawn, tandem, temp_dir, wait_until};
+use crate::support::{default_signals, run, spawn, tandem, temp_dir, wait_until};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -104,7 +104,8 @@ fn as_pid_1_reaps_a_thousand_orphans_and_exits_with_the_apps_code() {
     }
     let dir = temp_dir("pid1");
     let mut cmd = Command::new("unshare");
-    cmd.env_clear()
+    default_signals(&mut cmd)
+        .env_clear()
         .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
         .args(["--pid", "--fork", "--mount-proc"])
         .arg(env!("CARGO_BIN_EXE_tandem"))

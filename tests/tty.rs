@@ -5,7 +5,7 @@
 
 use crate::reaping::{pid_namespace_unavailable, state};
 use crate::signals::{REACT, Recorder, kill, python};
-use crate::support::{read_retrying, tandem, wait_until};
+use crate::support::{default_signals, read_retrying, tandem, wait_until};
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -30,6 +30,7 @@ struct OnTty {
 
 impl OnTty {
     fn spawn(cmd: &mut Command) -> OnTty {
+        default_signals(cmd);
         let (mut master_fd, mut slave_fd) = (-1, -1);
         // SAFETY: both out-pointers are valid; null name, termios and winsize are allowed.
         let rc = unsafe {

@@ -46,10 +46,7 @@ unsafe extern "C" {
 }
 
 /// `tandem` from this build, with an empty environment except `PATH`, and every
-/// signal at its default action: the suite may run under `nohup` or as a
-/// background job of a non-interactive shell (SIGHUP, SIGINT, SIGQUIT ignored),
-/// and tandem passes an ignored set on to the app. (`Command` already empties the
-/// signal mask.) A test's own `pre_exec`, added later, runs after this one.
+/// signal at its default action (see [`default_signals`]).
 pub fn tandem() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tandem"));
     cmd.env_clear();
@@ -57,6 +54,17 @@ pub fn tandem() -> Command {
         "PATH",
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH)),
     );
+    default_signals(&mut cmd);
+    cmd
+}
+
+/// Starts `cmd` with every signal at its default action. The suite may run under
+/// `nohup` or as a background job of a non-interactive shell (SIGHUP, SIGINT,
+/// SIGQUIT ignored); tandem passes an ignored set on to the app, and a shell app
+/// cannot even trap a signal ignored on entry. Use it on every command that runs
+/// tandem (`unshare …`, a pty wrapper). (`Command` already empties the signal
+/// mask.) A test's own `pre_exec`, added later, runs after this one.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
     // SAFETY: the closure runs between fork and exec and calls only `signal`,
     // which is async-signal-safe.
     unsafe {
