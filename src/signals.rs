@@ -197,7 +197,7 @@ fn relay_one(target: &Target, sig: i32, events: &Sender<Event>) {
 /// Sends `sig` to the running app (or its group). Call with the relay state locked:
 /// Target::Done is set under that lock before the main thread reaps `pid`.
 fn deliver(pid: libc::pid_t, group: bool, tty: bool, sig: i32) {
-    if sig == libc::SIGCONT && tty && in_foreground() {
+    if sig == libc::SIGCONT && tty && crate::child::owns_terminal() {
         // `fg` gave tandem the terminal (after a Ctrl-Z, or after starting in the
         // background): the app gets it. A `bg` leaves it where it is.
         // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
@@ -211,10 +211,4 @@ fn deliver(pid: libc::pid_t, group: bool, tty: bool, sig: i32) {
     } else {
         log::debug!("relayed signal {sig} to {dest}");
     }
-}
-
-/// Whether tandem's process group is the foreground of its terminal (stdin).
-fn in_foreground() -> bool {
-    // SAFETY: tcgetpgrp and getpgrp take and return plain integers.
-    unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp() }
 }
