@@ -80,7 +80,8 @@ pub(crate) fn wait_until_ready(
             }
             Ok(Event::Signal(sig)) => log::debug!("ignoring signal {sig}: the app has not started"),
             Err(RecvTimeoutError::Timeout) => break on_limit,
-            // The relay thread is gone: no more signals can come, keep waiting for the poller.
+            // Cannot happen while the caller holds `sender`; if it did, nothing could
+            // ever report "ready", so this is a failed wait, not an endless one.
             Err(RecvTimeoutError::Disconnected) => break Readiness::Failed,
         }
     };
