@@ -1,0 +1,19 @@
+//! What the main thread waits for before the app starts: the relay thread
+//! (`signals`) and the readiness poller (`ready`) both send on one channel.
+
+use std::sync::mpsc;
+
+/// Something the main thread waits for before the app starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// tandem received this signal.
+    Signal(i32),
+    /// Every readiness check passed.
+    Ready,
+}
+
+/// The receiving end, read by the main thread.
+pub type Events = mpsc::Receiver<Event>;
+
+/// The sending end, cloned into the relay and the poller.
+pub type Sender = mpsc::Sender<Event>;
