@@ -17,3 +17,18 @@ pub type Events = mpsc::Receiver<Event>;
 
 /// The sending end, cloned into the relay and the poller.
 pub type Sender = mpsc::Sender<Event>;
+
+/// Both ends, kept together by the main thread: it reads `events` and lends
+/// clones of `sender` to the relay and the poller.
+pub struct Channel {
+    /// What the main thread reads.
+    pub events: Events,
+    /// What the relay and the poller send on.
+    pub sender: Sender,
+}
+
+/// A new, empty channel.
+pub fn channel() -> Channel {
+    let (sender, events) = mpsc::channel();
+    Channel { events, sender }
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ureq::Agent;
 
 use crate::config::{Check, ReadyConfig};
-use crate::event::{Event, Events, Sender};
+use crate::event::{Channel, Event, Events, Sender};
 use crate::http;
 use crate::log::{self, Field};
 use crate::outcome::Outcome;
@@ -40,14 +40,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
 /// logged here. `app_follows` only words the `--fail-timeout` line.
 ///
-/// `events` carries signals from the relay; `sender` is its other end, lent to
-/// the poller.
-pub fn wait(
-    cfg: &ReadyConfig,
-    events: &Events,
-    sender: &Sender,
-    app_follows: bool,
-) -> Result<(), Outcome> {
+/// `channel` carries signals from the relay; its sender is lent to the poller.
+pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(), Outcome> {
     if cfg.checks.is_empty() {
         return Ok(());
     }
@@ -55,7 +49,7 @@ pub fn wait(
         log::info!("--no-wait/START_WITHOUT_ENVOY: not waiting for the sidecars");
         return Ok(());
     }
-    match wait_until_ready(cfg, events, sender) {
+    match wait_until_ready(cfg, &channel.events, &channel.sender) {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
             log::warning!(
@@ -170,24 +164,7 @@ fn poll_until_ready(
             poll(&agent, probe);
         }
         if probes.iter().all(|p| p.ready) {
-            let waited = start.elapsed();
-            log::event(
-                log::Level::Info,
-                format_args!(
-                    "sidecars ready after {} ({polls} polls)",
-                    log::human(waited)
-                ),
-                &[
-                    (
-                        "waited_ms",
-                        Field::Int(i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)),
-                    ),
-                    (
-                        "polls",
-                        Field::Int(i64::try_from(polls).unwrap_or(i64::MAX)),
-                    ),
-                ],
-            );
+            log_ready(start.elapsed(), polls);
             let _ = sender.send(Event::Ready);
             return;
         }
@@ -203,6 +180,22 @@ fn poll_until_ready(
         thread::park_timeout(interval);
         interval = (interval * 3 / 2).min(poll_max);
     }
+}
+
+/// The "ready" line, with how long it took.
+fn log_ready(waited: Duration, polls: u64) {
+    let int = |n: u128| Field::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    log::event(
+        log::Level::Info,
+        format_args!(
+            "sidecars ready after {} ({polls} polls)",
+            log::human(waited)
+        ),
+        &[
+            ("waited_ms", int(waited.as_millis())),
+            ("polls", int(u128::from(polls))),
+        ],
+    );
 }
 
 fn describe(probes: &[Probe], with_answers: bool) -> String {

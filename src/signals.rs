@@ -8,6 +8,7 @@ use std::thread;
 
 use signal_hook::iterator::Signals;
 
+use crate::error::Error;
 use crate::event::{Event, Events, Sender};
 use crate::log;
 use crate::terminal::JobControl;
@@ -87,10 +88,11 @@ pub struct Relay {
 /// A signal tandem's parent ignored stays ignored, so the app inherits it as with
 /// tini (`nohup tandem app` keeps the app immune to SIGHUP); a signal it blocked is
 /// unblocked, or it would never reach the relay (STYLE §7.6).
-pub fn register() -> io::Result<Signals> {
+pub fn register() -> Result<Signals, Error> {
+    let failed = |e| Error::Io("installing signal handlers", e);
     let wanted: Vec<i32> = relayed().into_iter().filter(|&s| !is_ignored(s)).collect();
-    unblock(&wanted)?;
-    Signals::new(wanted.into_iter().filter(|s| STANDARD.contains(s)))
+    unblock(&wanted).map_err(failed)?;
+    Signals::new(wanted.into_iter().filter(|s| STANDARD.contains(s))).map_err(failed)
 }
 
 /// Whether `sig`'s disposition is SIG_IGN right now.
@@ -122,7 +124,7 @@ fn unblock(sigs: &[i32]) -> io::Result<()> {
 
 impl Relay {
     /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
-    pub fn start(mut signals: Signals, events: Sender) -> io::Result<Relay> {
+    pub fn start(mut signals: Signals, events: Sender) -> Result<Relay, Error> {
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
         // Detached: it lives as long as the process (see `main`).
@@ -138,7 +140,8 @@ impl Relay {
                 for sig in signals.forever() {
                     relay_one(&lock(&shared), sig, &events);
                 }
-            })?;
+            })
+            .map_err(|e| Error::Io("starting the signal relay", e))?;
         Ok(Relay { target })
     }
 
