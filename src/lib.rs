@@ -4,6 +4,9 @@
 //! parsers directly.
 
 #![warn(missing_docs)]
+// An unsafe block holds the one call it needs, so its SAFETY comment covers it all.
+// (For src only until tests/ and examples/ follow; then it moves to Cargo.toml.)
+#![deny(clippy::multiple_unsafe_ops_per_block)]
 
 pub mod act;
 pub mod child;

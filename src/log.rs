@@ -253,7 +253,7 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
 
 /// Gregorian leap year rule: every 4th year, except centuries not divisible by 400.
 fn is_leap_year(year: u64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 /// Logs an error line: `error!("could not {}", what)`.

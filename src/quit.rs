@@ -142,10 +142,10 @@ fn stop_sidecar(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
             let _ = post_one(agent, url, deadline);
         }
         SidecarStop::PilotAgent(url) => {
-            if let Err(failure) = post_one(agent, url, deadline) {
-                if failure.no_connection {
-                    interrupt_pilot_agents();
-                }
+            if let Err(failure) = post_one(agent, url, deadline)
+                && failure.no_connection
+            {
+                interrupt_pilot_agents();
             }
         }
         SidecarStop::SignalElseAdmin(url) => {

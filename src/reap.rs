@@ -13,17 +13,14 @@ use crate::terminal::JobControl;
 /// Registers tandem as a child subreaper unless it is PID 1 (which reaps anyway),
 /// so orphans of the app are re-parented here and reaped promptly.
 pub fn become_subreaper() {
-    // SAFETY: getpid and prctl(PR_SET_CHILD_SUBREAPER, 1) take plain integers.
-    unsafe {
-        if libc::getpid() == 1 {
-            return;
-        }
-        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
-            let err = io::Error::last_os_error();
-            log::warning!(
-                "could not become a child subreaper ({err}): orphans of the app go to init"
-            );
-        }
+    // SAFETY: getpid takes nothing and returns a plain integer.
+    if unsafe { libc::getpid() } == 1 {
+        return;
+    }
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        let err = io::Error::last_os_error();
+        log::warning!("could not become a child subreaper ({err}): orphans of the app go to init");
     }
 }
 
@@ -54,8 +51,10 @@ pub fn wait_for(
             }
             return Err(Error::Io("waiting for the app", err));
         }
-        // SAFETY: waitid filled info for a child event, so the pid and status fields are set.
-        let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+        // SAFETY: waitid filled info for a child event, so the pid field is set.
+        let who = unsafe { info.si_pid() };
+        // SAFETY: as above, for the status field.
+        let status = unsafe { info.si_status() };
         if info.si_code == libc::CLD_STOPPED || info.si_code == libc::CLD_TRAPPED {
             consume_stop(who);
             if let Some(job) = job.filter(|_| who == pid) {

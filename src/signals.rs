@@ -108,12 +108,11 @@ fn is_ignored(sig: i32) -> bool {
 fn unblock(sigs: &[i32]) -> io::Result<()> {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid, writable sigset_t; the numbers come from `relayed()`.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        for &sig in sigs {
-            libc::sigaddset(&mut set, sig);
-        }
+    // SAFETY: set is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &sig in sigs {
+        // SAFETY: set is initialised; the numbers come from `relayed()`.
+        unsafe { libc::sigaddset(&mut set, sig) };
     }
     // SAFETY: set is initialised; a null old mask is allowed.
     match unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } {

@@ -52,8 +52,10 @@ impl JobControl {
     pub fn in_child(&self) -> io::Result<()> {
         if self.foreground {
             // SIGTTOU is still ignored here, so the new group may take the terminal.
-            // SAFETY: tcsetpgrp and getpid take and return plain integers.
-            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpid()) };
+            // SAFETY: getpid takes nothing and returns a plain integer.
+            let me = unsafe { libc::getpid() };
+            // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
+            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, me) };
         }
         // SAFETY: restores a disposition `signal` returned earlier in this process.
         let ttin = unsafe { libc::signal(libc::SIGTTIN, self.ttin) };
@@ -103,8 +105,10 @@ impl JobControl {
 fn on_terminal() -> bool {
     // SAFETY: isatty takes and returns plain integers.
     let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
-    // SAFETY: tcgetsid and getsid take and return plain integers.
-    tty && unsafe { libc::tcgetsid(libc::STDIN_FILENO) == libc::getsid(0) }
+    // SAFETY: tcgetsid takes and returns plain integers.
+    let terminal_session = || unsafe { libc::tcgetsid(libc::STDIN_FILENO) };
+    // SAFETY: getsid takes and returns plain integers.
+    tty && terminal_session() == unsafe { libc::getsid(0) }
 }
 
 /// True when stdin is a terminal whose foreground process group is tandem's own:
@@ -112,6 +116,8 @@ fn on_terminal() -> bool {
 fn owns_terminal() -> bool {
     // SAFETY: isatty takes and returns plain integers.
     let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
-    // SAFETY: tcgetpgrp and getpgrp take and return plain integers.
-    tty && unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp() }
+    // SAFETY: tcgetpgrp takes and returns plain integers.
+    let foreground_group = || unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
+    // SAFETY: getpgrp takes nothing and returns a plain integer.
+    tty && foreground_group() == unsafe { libc::getpgrp() }
 }
