@@ -253,16 +253,22 @@ const HELP_COLUMN: usize = 24;
 pub fn help() -> String {
     let mut out = String::from(USAGE);
     for spec in OPTIONS.iter().filter(|spec| !spec.help.is_empty()) {
-        let mut lead = format!("  {}", spec.name);
+        let mut lead = String::from("  ");
+        lead.push_str(spec.name);
         if !spec.value.is_empty() {
             lead.push(' ');
             lead.push_str(spec.value);
         }
-        let mut lines = spec.help.split('\n');
-        let first = lines.next().unwrap_or_default();
-        out.push_str(&format!("{lead:<HELP_COLUMN$}{first}\n"));
-        for more in lines {
-            out.push_str(&format!("{:HELP_COLUMN$}{more}\n", ""));
+        // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
+        for (i, line) in spec.help.split('\n').enumerate() {
+            let lead = if i == 0 { lead.as_str() } else { "" };
+            out.push_str(lead);
+            out.extend(std::iter::repeat_n(
+                ' ',
+                HELP_COLUMN.saturating_sub(lead.len()),
+            ));
+            out.push_str(line);
+            out.push('\n');
         }
     }
     out.push_str(FOOTER);
