@@ -19,6 +19,15 @@ fn build_from(args: &str, env: Env) -> Result<Config, Error> {
     build(&cli, &|name| vars.get(name).cloned())
 }
 
+/// Every variable tandem reads, from the option table.
+fn all_variables() -> Vec<&'static str> {
+    options::OPTIONS
+        .iter()
+        .flat_map(|spec| spec.vars.iter().copied())
+        .chain([options::ALWAYS_KILL_ENVOY])
+        .collect()
+}
+
 fn config(args: &str, env: Env) -> Config {
     build_from(args, env).unwrap_or_else(|e| panic!("{args:?} {env:?}: {e}"))
 }
@@ -250,29 +259,7 @@ fn booleans_accept_every_spelling_and_empty_means_unset() {
 
 #[test]
 fn every_empty_variable_means_unset() {
-    let names = [
-        "ENVOY_ADMIN_API",
-        "START_WITHOUT_ENVOY",
-        "WAIT_FOR_ENVOY_TIMEOUT",
-        "QUIT_WITHOUT_ENVOY_TIMEOUT",
-        "ISTIO_QUIT_API",
-        "ENVOY_KILL_API",
-        "GENERIC_QUIT_ENDPOINTS",
-        "GENERIC_QUIT_ONLY",
-        "QUIT_REQUEST_TIMEOUT",
-        "NEVER_KILL_ISTIO",
-        "NEVER_KILL_ENVOY",
-        "NEVER_KILL_ISTIO_ON_FAILURE",
-        "ALWAYS_KILL_ENVOY",
-        "SCUTTLE_LOGGING",
-        "ENVOY_PREFLIGHT_LOGGING",
-        "TANDEM_LOG",
-        "TANDEM_LOG_FORMAT",
-        "TANDEM_READY_URLS",
-        "TANDEM_MESH",
-        "TANDEM_POLL_MAX",
-        "TANDEM_FORWARD_TO",
-    ];
+    let names = all_variables();
     let all_empty: Vec<(&str, &str)> = names.iter().map(|n| (*n, "")).collect();
     assert_eq!(config("", &all_empty), defaults());
 }
@@ -849,11 +836,7 @@ impl Noise {
 #[test]
 fn no_input_makes_the_configuration_panic() {
     let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
-    let names: Vec<&str> = options::OPTIONS
-        .iter()
-        .flat_map(|spec| spec.vars.iter().copied())
-        .chain([options::ALWAYS_KILL_ENVOY])
-        .collect();
+    let names = all_variables();
     let options: Vec<&str> = options::OPTIONS
         .iter()
         .map(|spec| spec.name)
