@@ -5,10 +5,9 @@
 // Each test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
-pub mod fake_admin;
 mod setup;
 
-pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
+pub use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift, mono_ns};
 pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
 
 use std::ffi::OsString;
