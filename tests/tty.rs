@@ -3,20 +3,17 @@
 //! SIGCONT gives the app the terminal back; started in the background, tandem
 //! does not touch the terminal and does not hang; as PID 1, a stopped app is resumed.
 
-use crate::reaping::{pid_namespace_unavailable, state};
-use crate::signals::{REACT, Recorder, kill, python};
-use crate::support::{default_signals, read_retrying, tandem, wait_until};
-use std::fs::{self, File};
+use crate::support::{
+    REACT, RUN_TIMEOUT, Recorder, default_signals, kill, pid_namespace_available, python,
+    read_retrying, stat_after_comm, state, tandem, wait_until,
+};
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
-
-/// Bound on a whole run.
-const RUN: Duration = Duration::from_secs(20);
 
 /// A process running on the slave side of a new pseudo-terminal, as the session
 /// leader with the terminal as its controlling terminal (as `docker run -it` and
@@ -95,13 +92,13 @@ impl OnTty {
     /// Waits for the exit; kills the process and panics with the screen on timeout.
     fn wait(&mut self) -> ExitStatus {
         let mut status = None;
-        wait_until(RUN, || {
+        wait_until(RUN_TIMEOUT, || {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         });
         match status {
             Some(status) => status,
-            None => panic!("no exit within {RUN:?}; screen:\n{}", self.screen()),
+            None => panic!("no exit within {RUN_TIMEOUT:?}; screen:\n{}", self.screen()),
         }
     }
 }
@@ -113,14 +110,6 @@ impl Drop for OnTty {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, session,
-/// tty_nr, tpgid, ….
-fn stat_after_comm(pid: i32) -> Vec<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
-    rest.split_whitespace().map(str::to_owned).collect()
 }
 
 /// The terminal's foreground process group, as `pid` sees it.
@@ -269,8 +258,7 @@ fn background_app_reading_the_terminal_stops_the_job_and_fg_resumes_it() {
 
 #[test]
 fn ctrl_z_of_the_app_under_tandem_as_pid_1_resumes_it_instead_of_hanging() {
-    if let Some(why) = pid_namespace_unavailable() {
-        eprintln!("skipped: {why}");
+    if !pid_namespace_available() {
         return;
     }
     let dir = crate::support::temp_dir("tty-pid1-ctrl-z");
@@ -287,20 +275,20 @@ fn ctrl_z_of_the_app_under_tandem_as_pid_1_resumes_it_instead_of_hanging() {
         .arg(&dir);
     let mut tty = OnTty::spawn(&mut cmd);
     assert!(
-        wait_until(RUN, || dir.join("ready").exists()),
+        wait_until(RUN_TIMEOUT, || dir.join("ready").exists()),
         "the app never started; screen:\n{}",
         tty.screen()
     );
     tty.type_keys(b"\x1a");
     assert!(
-        wait_until(RUN, || tty.screen().contains("resuming it now")),
+        wait_until(RUN_TIMEOUT, || tty.screen().contains("resuming it now")),
         "tandem as PID 1 did not resume the stopped app; screen:\n{}",
         tty.screen()
     );
     // A stopped app would hold the SIGINT pending and never run its trap.
     tty.type_keys(b"\x03");
     assert!(
-        wait_until(RUN, || dir.join("int").exists()),
+        wait_until(RUN_TIMEOUT, || dir.join("int").exists()),
         "the resumed app never got Ctrl-C; screen:\n{}",
         tty.screen()
     );

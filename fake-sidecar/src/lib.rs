@@ -49,7 +49,11 @@ pub struct Xorshift(u64);
 impl Xorshift {
     /// A generator seeded with `seed` (zero, the one fixed point, is replaced).
     pub fn new(seed: u64) -> Xorshift {
-        Xorshift(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Xorshift(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
 
     /// The next 64 bits.

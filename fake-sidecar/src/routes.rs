@@ -309,7 +309,11 @@ mod tests {
             (Generic, "POST", "/anything", Kind::Quit),
             (Generic, "PUT", "/anything", Kind::Other),
         ] {
-            assert_eq!(kind(flavor, method, path), expected, "{flavor:?} {method} {path}");
+            assert_eq!(
+                kind(flavor, method, path),
+                expected,
+                "{flavor:?} {method} {path}"
+            );
         }
     }
 

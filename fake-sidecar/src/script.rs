@@ -226,4 +226,3 @@ impl Script {
             .map(|(_, response)| response)
     }
 }
-

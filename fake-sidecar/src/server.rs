@@ -541,4 +541,3 @@ enum Plan {
     Answer(Response),
     Fault(Fault),
 }
-
