@@ -4,9 +4,6 @@
 //! output, signal it, and dump everything when a test fails (STYLE §7.3); the
 //! `/proc` reader, the recorder app, and the prerequisites with their one `skip`.
 
-// Each test module uses a different subset of these helpers.
-#![allow(dead_code)]
-
 mod prereq;
 mod procfs;
 mod recorder;
@@ -228,6 +225,7 @@ impl Running {
     }
 
     /// Stdout written so far.
+    #[allow(dead_code, reason = "harness API kept for tests that stream stdout")]
     pub fn stdout_so_far(&self) -> Vec<u8> {
         self.stdout.snapshot()
     }

@@ -196,3 +196,30 @@ fn a_skip_outside_ci_appends_one_record_per_call() {
     assert_eq!(lines[0][1..], ["python3", "not installed"], "{text}");
     assert_eq!(lines[1][1..], ["a free 127.0.0.1:9901", "in use"], "{text}");
 }
+
+/// Calls the real [`skip`]; ignored, so it runs only as the child of
+/// [`under_ci_true_a_skip_fails_the_test_naming_the_prerequisite`].
+#[test]
+#[ignore = "run by under_ci_true_a_skip_fails_the_test_naming_the_prerequisite"]
+fn skips_on_purpose() {
+    skip("a prerequisite missing on purpose", "this test only skips");
+}
+
+#[test]
+fn under_ci_true_a_skip_fails_the_test_naming_the_prerequisite() {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args(["--ignored", "--exact", "support::prereq::skips_on_purpose"])
+        .env("CI", "true")
+        .output()
+        .expect("run the test binary");
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the skip passed under CI\n{text}");
+    assert!(
+        text.contains("1 failed")
+            && text.contains(
+                "missing prerequisite in CI (CI=true): a prerequisite missing on purpose"
+            ),
+        "{text}"
+    );
+}
