@@ -7,8 +7,8 @@
 //! tests that need it skip (`support::skip`) when `python3` is missing.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, Recorder, Script, app_touching, kill, python, run, spawn, start, tandem,
-    tandem_at, temp_dir,
+    REACT, RUN_TIMEOUT, Recorder, Script, app_touching, kill, python, run, spawn, start,
+    status_text_field, tandem, tandem_at, temp_dir,
 };
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -184,14 +184,12 @@ fn app_sigblk_sigign(cmd: &mut Command) -> (u64, u64) {
     assert_eq!(out.code, Some(0), "{}", out.dump());
     let status = out.stdout_str();
     let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        status_text_field(&status, name)
+            .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
             .unwrap_or_else(|| panic!("no {name} in\n{}", out.dump()))
     };
     let glibc_internal = bit(32) | bit(33);
-    (field("SigBlk:"), field("SigIgn:") & !glibc_internal)
+    (field("SigBlk"), field("SigIgn") & !glibc_internal)
 }
 
 fn bit(sig: i32) -> u64 {

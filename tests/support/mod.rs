@@ -4,14 +4,16 @@
 //! output, signal it, and dump everything when a test fails (STYLE §7.3); the
 //! `/proc` reader, the recorder app, and the prerequisites with their one `skip`.
 
-mod prereq;
-mod procfs;
+pub mod prereq;
+pub mod procfs;
 mod recorder;
 mod setup;
 
 pub use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift};
 pub use prereq::{no_real_pilot_agent, on_fixed_ports, pid_namespace_available, python};
-pub use procfs::{stat_after_comm, state, status_field, status_number, task_status_number};
+pub use procfs::{
+    stat_after_comm, state, status_field, status_number, status_text_field, task_status_number,
+};
 pub use recorder::Recorder;
 pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
 

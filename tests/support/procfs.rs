@@ -29,7 +29,12 @@ fn number(value: String) -> Option<u64> {
 }
 
 fn field_of(path: &str, name: &str) -> Option<String> {
-    let status = fs::read_to_string(path).ok()?;
+    status_text_field(&fs::read_to_string(path).ok()?, name)
+}
+
+/// Field `name` of a `status` file's text read elsewhere (e.g. an app's
+/// `cat /proc/self/status`).
+pub fn status_text_field(status: &str, name: &str) -> Option<String> {
     status.lines().find_map(|line| {
         let (key, value) = line.split_once(':')?;
         (key == name).then(|| value.trim().to_owned())
