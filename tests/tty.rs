@@ -4,16 +4,14 @@
 //! does not touch the terminal and does not hang; as PID 1, a stopped app is resumed.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, Recorder, default_signals, kill, pid_namespace_available, python,
-    read_retrying, stat_after_comm, state, tandem, wait_until,
+    Pipe, REACT, RUN_TIMEOUT, Recorder, default_signals, kill, pid_namespace_available, python,
+    stat_after_comm, state, tandem, wait_until,
 };
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread;
 
 /// A process running on the slave side of a new pseudo-terminal, as the session
 /// leader with the terminal as its controlling terminal (as `docker run -it` and
@@ -22,7 +20,7 @@ struct OnTty {
     child: Child,
     master: File,
     /// Everything written to the terminal, read continuously so it never fills up.
-    screen: Arc<Mutex<Vec<u8>>>,
+    screen: Pipe,
 }
 
 impl OnTty {
@@ -57,18 +55,7 @@ impl OnTty {
         let child = cmd.spawn().expect("spawn on the terminal");
         // Only the child may hold the slave now, so the master sees EOF when it is done.
         drop(slave);
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = master.try_clone().expect("dup the master");
-        let sink = Arc::clone(&screen);
-        thread::spawn(move || {
-            let mut buf = [0; 4096];
-            // Ends with EIO once every slave descriptor is closed.
-            while let Ok(n @ 1..) = read_retrying(&mut reader, &mut buf) {
-                sink.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend_from_slice(&buf[..n]);
-            }
-        });
+        let screen = Pipe::drain(master.try_clone().expect("dup the master"));
         OnTty {
             child,
             master,
@@ -86,7 +73,7 @@ impl OnTty {
     }
 
     fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+        String::from_utf8_lossy(&self.screen.snapshot()).into_owned()
     }
 
     /// Waits for the exit; kills the process and panics with the screen on timeout.

@@ -152,14 +152,17 @@ pub fn spawn(cmd: &mut Command) -> Running {
     }
 }
 
-/// A child's output, collected by a thread as it arrives.
-struct Pipe {
+/// A child's output (a pipe, a terminal's master side), collected by a thread as
+/// it arrives, so the writer never blocks on a full buffer.
+pub struct Pipe {
     bytes: Arc<Mutex<Vec<u8>>>,
     closed: Receiver<()>,
 }
 
 impl Pipe {
-    fn drain(mut source: impl Read + Send + 'static) -> Pipe {
+    /// Starts reading `source` until EOF or an error (a terminal's master gets EIO
+    /// once every slave descriptor is closed).
+    pub fn drain(mut source: impl Read + Send + 'static) -> Pipe {
         let bytes = Arc::new(Mutex::new(Vec::new()));
         let (done, closed) = mpsc::channel();
         let sink = Arc::clone(&bytes);
@@ -175,7 +178,8 @@ impl Pipe {
         Pipe { bytes, closed }
     }
 
-    fn snapshot(&self) -> Vec<u8> {
+    /// Everything read so far.
+    pub fn snapshot(&self) -> Vec<u8> {
         self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
