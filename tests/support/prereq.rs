@@ -33,7 +33,8 @@ pub fn skip(prerequisite: &str, why: &str) {
 }
 
 /// [`skip`] with its inputs explicit, for its own tests: `Err` with the failure
-/// line under CI, else prints and appends the record to `records`.
+/// line under CI, else prints and appends the record to `records` (a record that
+/// cannot be written is said, not fatal).
 pub fn skip_in(
     ci: bool,
     records: &Path,
@@ -67,7 +68,15 @@ pub fn skip_in(
         .append(true)
         .open(records)
         .and_then(|mut file| file.write_all(line.as_bytes()));
-    written.map_err(|err| format!("cannot record a skip in {}: {err}", records.display()))
+    // A machine where the test cannot write under target/ still skips; the
+    // summary just misses this one, and says nothing wrong.
+    if let Err(err) = written {
+        eprintln!(
+            "skipped: {test}: not recorded in {}: {err}",
+            records.display()
+        );
+    }
+    Ok(())
 }
 
 /// Whether tandem can run as PID 1 of a new PID namespace here (root and a
