@@ -28,8 +28,9 @@ skip() {
   echo "smoke: skipped ($label): $*" >&2
   # The record `make test` counts at its end (.ci/skips.sh).
   if [ -n "${SKIPS:-}" ]; then
-    mkdir -p "$(dirname "$SKIPS")"
-    printf 'smoke (%s)\t%s\t%s\n' "$label" "$*" "the smoke test did not run" >> "$SKIPS"
+    { mkdir -p "$(dirname "$SKIPS")" &&
+      printf 'smoke (%s)\t%s\t%s\n' "$label" "$*" "the smoke test did not run" >> "$SKIPS"; } \
+      2>/dev/null || echo "smoke: (this skip is not recorded in $SKIPS)" >&2
   fi
   exit 0
 }
