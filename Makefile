@@ -34,7 +34,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy arm64 tls clean
+	fake-sidecar envoy arm64 tls skips-reset clean
 
 all: build
 
@@ -54,14 +54,24 @@ demo:
 
 ## test: everything CI checks. The static checks run on the x86_64 binary, then
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
-test: lint unit test-musl deps static size check-static smoke arm64 tls
+## It ends with how many tests skipped for a missing prerequisite, and why
+## (under CI=true such a test fails instead).
+test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls
+	@.ci/skips.sh $(SKIPS)
+
+# Where tests/support's `skip` and smoke.sh record each skip (cargo's
+# CARGO_TARGET_TMPDIR); emptied when `make test` starts.
+SKIPS = target/tmp/skips.log
+
+skips-reset:
+	@rm -f $(SKIPS)
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 unit:
-	$(CARGO) test --locked
+	$(CARGO) test --workspace --locked
 
 ## test-musl: the unit and integration tests again on the libc that ships.
 test-musl:
@@ -107,7 +117,7 @@ fake-sidecar:
 ## smoke: the binary alone in an empty root (chroot, needs root) waits for the fake
 ## sidecar at http://localhost:PORT, runs a child, quits the sidecar, keeps the code.
 smoke: static fake-sidecar
-	.ci/smoke.sh $(BIN) $(FAKE) $(EMULATOR)
+	SKIPS=$(SKIPS) .ci/smoke.sh $(BIN) $(FAKE) $(EMULATOR)
 
 ## arm64: static, size, check-static and smoke for aarch64 (rust-lld, qemu-user).
 arm64:

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Runs seven figures (size, peak RSS, start-up, readiness detection, release,
-//! signal relay, idle cost) with the fake sidecar of the integration tests in this
+//! signal relay, idle cost) with the fake sidecar (`fake-sidecar/`) in this
 //! process and `bench_probe` as the app, then prints one table: figure, tandem,
 //! floor, goal, met. Every timestamp is `CLOCK_MONOTONIC` nanoseconds, read by the
 //! fake (request arrival, the moment it turns ready), the probe (first instruction,
@@ -15,10 +15,7 @@
 //! Numbers are reported, never asserted: the exit status is non-zero only when a
 //! measurement could not be made at all.
 
-#[path = "../tests/support/fake_admin.rs"]
-mod fake_admin;
-
-use fake_admin::{FakeAdmin, Script, mono_ns};
+use fake_sidecar::{FakeAdmin, Script, Xorshift, mono_ns};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -455,7 +452,7 @@ impl Bench {
 
     /// Figure 4: from the fake turning ready to the app's first instruction.
     fn readiness(&mut self) -> io::Result<()> {
-        let mut seed = mono_ns() | 1;
+        let mut seed = Xorshift::new(mono_ns());
         for (wait, samples, batch) in self.plan.ready_waits.clone() {
             let mut latencies = Vec::new();
             let mut polls = Vec::new();
@@ -464,7 +461,7 @@ impl Bench {
                 let mut runs = Vec::new();
                 for _ in 0..n {
                     // Spread the ready moment over one poll cycle of tandem's.
-                    let jitter = POLL_MAX.mul_f64(next_unit(&mut seed));
+                    let jitter = POLL_MAX.mul_f64(seed.next_unit());
                     let fake = FakeAdmin::start(Script::envoy().ready_after(wait + jitter))?;
                     let file = self.scratch();
                     let limit = format!("{}s", wait.as_secs() + 30);
@@ -959,14 +956,6 @@ fn kib(bytes: u64) -> String {
 
 fn kib_summary(s: &Summary) -> String {
     format!("{:.0} KiB [{:.0}–{:.0}]", s.p50, s.min, s.max)
-}
-
-/// A number in [0, 1) from a xorshift generator (no crate needed for jitter).
-fn next_unit(state: &mut u64) -> f64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn path_str(path: &Path) -> &str {

@@ -3,14 +3,13 @@
 //! value exits 64 with one line naming it, before anything is contacted or started.
 
 use crate::support::{
-    FakeAdmin, Out, Script, app_touching, run, start, tandem, tandem_at, temp_dir, wait_until,
+    FakeAdmin, Out, RUN_TIMEOUT, Script, app_touching, run, start, tandem, tandem_at, temp_dir,
+    wait_until,
 };
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// Kill timeout of every run: far above what any of these runs needs.
-const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a request that tandem might have sent just before exiting may take
 /// to show up in the fake's log.
 const LATE_REQUEST: Duration = Duration::from_millis(50);
