@@ -5,6 +5,7 @@
 // Each test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod envoy;
 pub mod fake_admin;
 mod setup;
 
