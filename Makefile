@@ -20,6 +20,8 @@ ENVOY_DIR = target/envoy
 ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
+# The tests that run the real Envoy find it here (tests/support/envoy.rs).
+unit test-musl real-envoy: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
@@ -34,7 +36,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy arm64 tls clean
+	fake-sidecar envoy real-envoy arm64 tls clean
 
 all: build
 
@@ -60,11 +62,17 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 
-unit:
+## unit: the unit and integration tests, the real-Envoy ones included: they run
+## the Envoy from `make envoy`, found through TANDEM_TEST_ENVOY.
+unit: envoy
 	$(CARGO) test --locked
 
+## real-envoy: only the tests against the real Envoy (tests/real_envoy.rs).
+real-envoy: envoy
+	$(CARGO) test --locked --test integration real_envoy::
+
 ## test-musl: the unit and integration tests again on the libc that ships.
-test-musl:
+test-musl: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
 	$(CARGO) test --locked --target $(NATIVE_MUSL)
 
