@@ -35,7 +35,7 @@ DEPS_MAX = 15
 rustup-target = @if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(1)'; then \
 	rustup target add '$(1)'; fi
 
-.PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
+.PHONY: all build static demo demo-envoy test lint unit test-musl deps size check-static smoke \
 	fake-sidecar envoy real-envoy arm64 tls clean
 
 all: build
@@ -53,6 +53,12 @@ static:
 demo:
 	$(CARGO) build --release --locked --bin tandem --example fake_sidecar
 	@bash examples/demo.sh target/release/tandem target/release/examples/fake_sidecar
+
+## demo-envoy: the same story with the real Envoy from `make envoy`, which starts
+## after tandem; its admin access log shows what tandem asked.
+demo-envoy: envoy
+	$(CARGO) build --release --locked --bin tandem
+	@bash examples/demo-envoy.sh target/release/tandem $(ENVOY_BIN)
 
 ## test: everything CI checks. The static checks run on the x86_64 binary, then
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
