@@ -21,7 +21,7 @@ ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
 # The tests that run the real Envoy find it here (tests/support/envoy.rs).
-unit test-musl real-envoy: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
+unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
@@ -156,7 +156,7 @@ clean:
 bench: BENCH_FLAGS = --markdown target/bench/results.md
 bench-smoke: BENCH_FLAGS = --smoke --markdown target/bench/smoke.md
 
-bench bench-smoke: bench-deps
+bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
 	   || timeout 120 rustup target add '$(TARGET)' >/dev/null 2>&1; then \
