@@ -71,7 +71,7 @@ EOF
 # the image), then a failure on purpose.
 job='exec 3<>"/dev/tcp/127.0.0.1/$1"
 printf "GET / HTTP/1.1\r\nHost: demo\r\nConnection: close\r\n\r\n" >&3
-answer=$(tail -n 1 <&3)
+answer=$(timeout 10 tail -n 1 <&3)
 echo "job: a request through Envoy on :$1 got: $answer"
 [ "$answer" = "hello through Envoy" ] || exit 1
 sleep 1
@@ -105,7 +105,7 @@ else
 fi
 envoy_pid=
 
-say "4. What tandem asked Envoy (its admin access log)"
+say "4. What tandem asked Envoy (its admin access log; the polls before Envoy listened were refused connections)"
 # `[time] "GET /ready HTTP/1.1" 200 ...` -> `GET /ready -> 200`, repeats counted.
 awk -F'"' '{ split($2, r, " "); split($3, s, " "); print r[1] " " r[2] " -> " s[1] }' "$work/admin.log" \
   | uniq -c | awk '{ n = $1; $1 = ""; print "  " n " x" $0 }' >&2
