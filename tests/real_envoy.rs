@@ -72,8 +72,21 @@ fn envoy_started_after_tandem(family: Family) {
     let marker = dir.join("app-ran");
     let port = family.free_port();
     let mut cmd = tandem();
-    cmd.env("ENVOY_ADMIN_API", family.url(port));
-    app_marking(&mut cmd, &marker, 7);
+    // The app marks its start, asks Envoy's /ready itself (as the test harness, so
+    // Envoy's log tells it from tandem's polls) and prints the status line: Envoy
+    // was ready when the app started, since a LIVE Envoy stays LIVE.
+    cmd.env("ENVOY_ADMIN_API", family.url(port)).args([
+        "bash",
+        "-c",
+        ": > \"$1\"; exec 3<>\"/dev/tcp/$2/$3\" || exit 1
+         printf 'GET /ready HTTP/1.1\\r\\nHost: envoy\\r\\nUser-Agent: %s\\r\\nConnection: close\\r\\n\\r\\n' \"$4\" >&3
+         head -n 1 <&3 | tr -d '\\r'; exit 7",
+        "bash",
+        &marker.display().to_string(),
+        &family.ip().to_string(),
+        &port.to_string(),
+        envoy::HARNESS_AGENT,
+    ]);
     let running = spawn(&mut cmd);
     thread::sleep(POLLING_TIME);
     assert!(
@@ -90,6 +103,12 @@ fn envoy_started_after_tandem(family: Family) {
         dump(&out, &envoy)
     );
     assert!(marker.exists(), "the app ran\n{}", dump(&out, &envoy));
+    assert_eq!(
+        out.stdout_str(),
+        "HTTP/1.1 200 OK\n",
+        "Envoy's /ready was 200 when the app started\n{}",
+        dump(&out, &envoy)
+    );
     assert_envoy_exits(&mut envoy, &out);
     assert!(
         envoy.count("GET", "/ready", Some(200)) >= 1,

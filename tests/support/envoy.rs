@@ -37,6 +37,9 @@ const FLUSH_MSEC: &str = "50";
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Interval of the helpers' own polls.
 const POLL: Duration = Duration::from_millis(10);
+/// The `User-Agent` of the requests the tests send Envoy themselves, so that
+/// [`Envoy::count`] leaves them out and counts only tandem's.
+pub const HARNESS_AGENT: &str = "tandem-test-harness";
 
 /// The Envoy binary from `TANDEM_TEST_ENVOY`. When it is unset or not a file:
 /// under `CI=true` this panics naming the variable (a missing prerequisite must
@@ -251,6 +254,8 @@ pub struct AdminRequest {
     pub path: String,
     /// The status Envoy answered.
     pub status: u16,
+    /// The `User-Agent` header, `-` when there was none.
+    pub user_agent: String,
 }
 
 /// A running Envoy; dropping it kills and reaps it.
@@ -418,10 +423,12 @@ impl Envoy {
         log.lines().filter_map(parse_access_line).collect()
     }
 
-    /// How many admin requests had `method`, `path` and (if given) `status`.
+    /// How many admin requests had `method`, `path` and (if given) `status`,
+    /// leaving out the tests' own ([`HARNESS_AGENT`]).
     pub fn count(&self, method: &str, path: &str, status: Option<u16>) -> usize {
         self.admin_requests()
             .iter()
+            .filter(|req| req.user_agent != HARNESS_AGENT)
             .filter(|req| req.method == method && req.path == path)
             .filter(|req| status.is_none_or(|s| req.status == s))
             .count()
@@ -450,29 +457,35 @@ impl Drop for Envoy {
     }
 }
 
-/// `[2026-01-01T00:00:00.000Z] "GET /ready HTTP/1.1" 200 - …` → the request.
+/// `[2026-01-01T00:00:00.000Z] "GET /ready HTTP/1.1" 200 - 0 5 0 - "X-FORWARDED-FOR"
+/// "USER-AGENT" …` (Envoy's default format) → the request.
 fn parse_access_line(line: &str) -> Option<AdminRequest> {
-    let (_, rest) = line.split_once('"')?;
-    let (request, rest) = rest.split_once('"')?;
-    let mut words = request.split(' ');
+    let mut quoted = line.split('"');
+    let _time = quoted.next()?;
+    let mut words = quoted.next()?.split(' ');
     let method = words.next()?.to_owned();
     let path = words.next()?.to_owned();
-    let status = rest.split_whitespace().next()?.parse().ok()?;
+    let status = quoted.next()?.split_whitespace().next()?.parse().ok()?;
+    let _forwarded_for = quoted.next()?;
+    let _gap = quoted.next()?;
+    let user_agent = quoted.next()?.to_owned();
     Some(AdminRequest {
         method,
         path,
         status,
+        user_agent,
     })
 }
 
-/// A plain `GET path` to `addr` over a new connection: status and body.
+/// A plain `GET path` to `addr` over a new connection, as [`HARNESS_AGENT`]:
+/// status and body.
 pub fn http_get(addr: SocketAddr, path: &str) -> io::Result<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: {HARNESS_AGENT}\r\nConnection: close\r\n\r\n"
     )?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
@@ -585,4 +598,20 @@ fn serve_pilot_agent(
         "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
+}
+
+#[test]
+fn access_log_lines_give_method_path_status_and_user_agent() {
+    let line = "[2026-11-24T03:05:48.515Z] \"POST /quitquitquit HTTP/1.1\" 200 - 0 3 0 - \
+                \"192.0.2.2\" \"tandem/0.1.0\" \"-\" \"[::1]:45793\" \"-\"";
+    assert_eq!(
+        parse_access_line(line),
+        Some(AdminRequest {
+            method: "POST".to_owned(),
+            path: "/quitquitquit".to_owned(),
+            status: 200,
+            user_agent: "tandem/0.1.0".to_owned(),
+        })
+    );
+    assert_eq!(parse_access_line("envoy: not an access log line"), None);
 }
