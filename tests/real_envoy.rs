@@ -53,12 +53,39 @@ fn dump(out: &Out, envoy: &Envoy) -> String {
     out.dump() + &envoy.dump()
 }
 
-/// Waits for Envoy to exit after tandem told it to quit, and asserts a clean exit.
-fn assert_envoy_exits(envoy: &mut Envoy, out: &Out) {
+/// Asserts that Envoy exits cleanly, having had exactly one `POST /quitquitquit`
+/// from tandem.
+fn assert_quit_once(envoy: &mut Envoy, out: &Out) {
     let status = envoy.wait_exit(EXIT_TIMEOUT);
     assert!(
         status.is_some_and(|s| s.success()),
         "Envoy did not exit cleanly after the quit\n{}",
+        dump(out, envoy)
+    );
+    assert_eq!(
+        envoy.count("POST", "/quitquitquit", Some(200)),
+        1,
+        "tandem quit Envoy once\n{}",
+        dump(out, envoy)
+    );
+}
+
+/// Asserts that tandem's `GET /ready` got `status` from Envoy at least `times`
+/// times (read the log after Envoy has exited).
+fn assert_polled(envoy: &Envoy, out: &Out, status: u16, times: usize) {
+    assert!(
+        envoy.count("GET", "/ready", Some(status)) >= times,
+        "tandem's GET /ready got {status} from Envoy fewer than {times} times\n{}",
+        dump(out, envoy)
+    );
+}
+
+/// Asserts that tandem sent Envoy no `method path` request.
+fn assert_never_sent(envoy: &Envoy, out: &Out, method: &str, path: &str) {
+    assert_eq!(
+        envoy.count(method, path, None),
+        0,
+        "tandem sent Envoy {method} {path}\n{}",
         dump(out, envoy)
     );
 }
@@ -109,18 +136,8 @@ fn envoy_started_after_tandem(family: Family) {
         "Envoy's /ready was 200 when the app started\n{}",
         dump(&out, &envoy)
     );
-    assert_envoy_exits(&mut envoy, &out);
-    assert!(
-        envoy.count("GET", "/ready", Some(200)) >= 1,
-        "tandem saw Envoy's /ready answer 200\n{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "tandem quit Envoy once\n{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
+    assert_polled(&envoy, &out, 200, 1);
 }
 
 #[test]
@@ -193,13 +210,7 @@ fn app_traffic_goes_through_envoy(family: Family) {
         "the upstream got the app's line\n{}",
         dump(&out, &envoy)
     );
-    assert_envoy_exits(&mut envoy, &out);
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", None),
-        1,
-        "{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
 }
 
 #[test]
@@ -224,95 +235,56 @@ fn never_ready_envoy(binary: &Path, dir: &Path, family: Family) -> Envoy {
     envoy
 }
 
-fn fail_timeout_against_never_ready(family: Family) {
-    let test = "real Envoy that never initializes, --fail-timeout";
-    let Some(binary) = prerequisites(test, family) else {
+/// tandem giving up on an Envoy that never initializes after `flag`
+/// [`GIVE_UP_AFTER`]: it exits `code`, the app ran or not as `app_runs` says, and
+/// Envoy was told to quit either way.
+fn give_up_on_never_ready(family: Family, flag: &str, code: i32, app_runs: bool) {
+    let test = format!("real Envoy that never initializes, {flag}");
+    let Some(binary) = prerequisites(&test, family) else {
         return;
     };
-    let dir = temp_dir("envoy-fail-timeout");
+    let dir = temp_dir("envoy-give-up");
     let marker = dir.join("app-ran");
     let mut envoy = never_ready_envoy(&binary, &dir, family);
     let mut cmd = tandem_at(&envoy);
-    cmd.args(["--fail-timeout", GIVE_UP_AFTER]);
-    app_marking(&mut cmd, &marker, 0);
+    cmd.args([flag, GIVE_UP_AFTER]);
+    app_marking(&mut cmd, &marker, 5);
     let out = run(&mut cmd, RUN_TIMEOUT);
-    assert_eq!(out.code, Some(69), "{}", dump(&out, &envoy));
-    assert!(
-        !marker.exists(),
-        "the app never started\n{}",
+    assert_eq!(out.code, Some(code), "{}", dump(&out, &envoy));
+    assert_eq!(
+        marker.exists(),
+        app_runs,
+        "whether the app ran\n{}",
         dump(&out, &envoy)
     );
-    assert_envoy_exits(&mut envoy, &out);
-    assert!(
-        envoy.count("GET", "/ready", Some(503)) >= 2,
-        "tandem kept polling the INITIALIZING Envoy\n{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
+    assert_polled(&envoy, &out, 503, 2);
     assert_eq!(
         envoy.count("GET", "/ready", Some(200)),
         0,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "Envoy was told to quit\n{}",
+        "Envoy never initialized\n{}",
         dump(&out, &envoy)
     );
 }
 
 #[test]
 fn never_initializing_envoy_with_fail_timeout_exits_69_and_quits_it_ipv4() {
-    fail_timeout_against_never_ready(Family::V4);
+    give_up_on_never_ready(Family::V4, "--fail-timeout", 69, false);
 }
 
 #[test]
 fn never_initializing_envoy_with_fail_timeout_exits_69_and_quits_it_ipv6() {
-    fail_timeout_against_never_ready(Family::V6);
-}
-
-fn wait_timeout_against_never_ready(family: Family) {
-    let test = "real Envoy that never initializes, --wait-timeout";
-    let Some(binary) = prerequisites(test, family) else {
-        return;
-    };
-    let dir = temp_dir("envoy-wait-timeout");
-    let marker = dir.join("app-ran");
-    let mut envoy = never_ready_envoy(&binary, &dir, family);
-    let mut cmd = tandem_at(&envoy);
-    cmd.args(["--wait-timeout", GIVE_UP_AFTER]);
-    app_marking(&mut cmd, &marker, 5);
-    let out = run(&mut cmd, RUN_TIMEOUT);
-    assert_eq!(
-        out.code,
-        Some(5),
-        "the app ran anyway\n{}",
-        dump(&out, &envoy)
-    );
-    assert!(marker.exists(), "the app ran\n{}", dump(&out, &envoy));
-    assert_envoy_exits(&mut envoy, &out);
-    assert!(
-        envoy.count("GET", "/ready", Some(503)) >= 2,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "{}",
-        dump(&out, &envoy)
-    );
+    give_up_on_never_ready(Family::V6, "--fail-timeout", 69, false);
 }
 
 #[test]
 fn never_initializing_envoy_with_wait_timeout_starts_the_app_anyway_ipv4() {
-    wait_timeout_against_never_ready(Family::V4);
+    give_up_on_never_ready(Family::V4, "--wait-timeout", 5, true);
 }
 
 #[test]
 fn never_initializing_envoy_with_wait_timeout_starts_the_app_anyway_ipv6() {
-    wait_timeout_against_never_ready(Family::V6);
+    give_up_on_never_ready(Family::V6, "--wait-timeout", 5, true);
 }
 
 fn sigterm_while_waiting(family: Family) {
@@ -338,13 +310,7 @@ fn sigterm_while_waiting(family: Family) {
         "the app never started\n{}",
         dump(&out, &envoy)
     );
-    assert_envoy_exits(&mut envoy, &out);
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "Envoy was told to quit\n{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
 }
 
 #[test]
@@ -391,13 +357,7 @@ fn signal_relayed_while_app_runs(family: Family) {
         dump(&out, &envoy)
     );
     assert_eq!(out.stdout_str(), "got TERM\n", "{}", dump(&out, &envoy));
-    assert_envoy_exits(&mut envoy, &out);
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "Envoy was quit after the app\n{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
 }
 
 #[test]
@@ -440,30 +400,28 @@ fn mesh_envoy_waits_for_and_quits_the_real_envoy_on_9901() {
         RUN_TIMEOUT,
     );
     assert_eq!(out.code, Some(4), "{}", dump(&out, &envoy));
-    assert_envoy_exits(&mut envoy, &out);
-    assert!(
-        envoy.count("GET", "/ready", Some(200)) >= 1,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
+    assert_polled(&envoy, &out, 200, 1);
 }
 
-#[test]
-fn wait_only_exits_0_when_envoy_is_ready_and_leaves_it_running() {
-    let test = "--wait-only with the real Envoy";
-    let Some(binary) = prerequisites(test, Family::V4) else {
+/// `--wait-only` against a ready Envoy or one that never initializes (with
+/// `--fail-timeout`): exit `code`, and Envoy left running with no quit sent.
+fn wait_only(family: Family, ready: bool, code: i32) {
+    let test = format!("--wait-only with the real Envoy (ready: {ready})");
+    let Some(binary) = prerequisites(&test, family) else {
         return;
     };
     let dir = temp_dir("envoy-wait-only");
-    let mut envoy = Envoy::start(&binary, &dir, &Bootstrap::new(Family::V4));
-    let out = run(tandem_at(&envoy).arg("--wait-only"), RUN_TIMEOUT);
-    assert_eq!(out.code, Some(0), "{}", dump(&out, &envoy));
+    let mut envoy = if ready {
+        Envoy::start(&binary, &dir, &Bootstrap::new(family))
+    } else {
+        never_ready_envoy(&binary, &dir, family)
+    };
+    let out = run(
+        tandem_at(&envoy).args(["--wait-only", "--fail-timeout", GIVE_UP_AFTER]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(code), "{}", dump(&out, &envoy));
     assert!(
         envoy.is_running(),
         "Envoy is left running\n{}",
@@ -471,49 +429,22 @@ fn wait_only_exits_0_when_envoy_is_ready_and_leaves_it_running() {
     );
     // Stopping Envoy writes out the whole access log.
     envoy.stop();
-    assert!(
-        envoy.count("GET", "/ready", Some(200)) >= 1,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", None),
-        0,
-        "--wait-only never quits\n{}",
-        dump(&out, &envoy)
-    );
+    if ready {
+        assert_polled(&envoy, &out, 200, 1);
+    } else {
+        assert_polled(&envoy, &out, 503, 2);
+    }
+    assert_never_sent(&envoy, &out, "POST", "/quitquitquit");
 }
 
 #[test]
-fn wait_only_exits_69_on_fail_timeout_and_never_quits_envoy() {
-    let test = "--wait-only --fail-timeout with the real Envoy";
-    let Some(binary) = prerequisites(test, Family::V6) else {
-        return;
-    };
-    let dir = temp_dir("envoy-wait-only-fail");
-    let mut envoy = never_ready_envoy(&binary, &dir, Family::V6);
-    let out = run(
-        tandem_at(&envoy).args(["--wait-only", "--fail-timeout", GIVE_UP_AFTER]),
-        RUN_TIMEOUT,
-    );
-    assert_eq!(out.code, Some(69), "{}", dump(&out, &envoy));
-    assert!(
-        envoy.is_running(),
-        "Envoy is left running\n{}",
-        dump(&out, &envoy)
-    );
-    envoy.stop();
-    assert!(
-        envoy.count("GET", "/ready", Some(503)) >= 2,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", None),
-        0,
-        "--wait-only never quits\n{}",
-        dump(&out, &envoy)
-    );
+fn wait_only_exits_0_when_envoy_is_ready_and_leaves_it_running_ipv4() {
+    wait_only(Family::V4, true, 0);
+}
+
+#[test]
+fn wait_only_exits_69_on_fail_timeout_and_never_quits_envoy_ipv6() {
+    wait_only(Family::V6, false, 69);
 }
 
 fn quit_only(family: Family) {
@@ -525,19 +456,8 @@ fn quit_only(family: Family) {
     let mut envoy = Envoy::start(&binary, &dir, &Bootstrap::new(family));
     let out = run(tandem_at(&envoy).arg("--quit-only"), RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", dump(&out, &envoy));
-    assert_envoy_exits(&mut envoy, &out);
-    assert_eq!(
-        envoy.count("POST", "/quitquitquit", Some(200)),
-        1,
-        "{}",
-        dump(&out, &envoy)
-    );
-    assert_eq!(
-        envoy.count("GET", "/ready", None),
-        0,
-        "--quit-only does not wait\n{}",
-        dump(&out, &envoy)
-    );
+    assert_quit_once(&mut envoy, &out);
+    assert_never_sent(&envoy, &out, "GET", "/ready");
 }
 
 #[test]
@@ -588,7 +508,7 @@ fn istio_layout(family: Family) {
     );
     let status = envoy.wait_exit(EXIT_TIMEOUT);
     assert!(
-        status.is_some(),
+        status.is_some_and(|s| s.success()),
         "pilot-agent stopped Envoy\n{}",
         dump(&envoy)
     );
