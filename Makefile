@@ -34,7 +34,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy arm64 tls clean
+	fake-sidecar envoy arm64 tls manifests clean
 
 all: build
 
@@ -54,7 +54,7 @@ demo:
 
 ## test: everything CI checks. The static checks run on the x86_64 binary, then
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
-test: lint unit test-musl deps static size check-static smoke arm64 tls
+test: lint unit test-musl deps static size check-static smoke arm64 tls manifests
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -126,6 +126,13 @@ tls: static
 		echo "tls: FAILED: default build with an https:// URL: exit $$code, expected 64 naming --features rustls: $$out" >&2; \
 		exit 1; fi
 	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
+
+## manifests: examples/k8s/ and the README's yaml blocks pass yamllint and validate
+## strictly against the Kubernetes 1.29 and 1.33 schemas; every tandem option and
+## variable they and the README use is accepted by the binary (pinned linters in a
+## venv under target/, from PyPI).
+manifests: static
+	.ci/manifests.sh $(BIN)
 
 clean:
 	$(CARGO) clean
