@@ -6,7 +6,8 @@
   manifests.py check TANDEM README FILE...
       Every tandem option and tandem/scuttle/envoy-preflight variable named in
       FILE... (manifests) and in README (code blocks, the configuration table and
-      the migration tables' "tandem" column) must be one the binary names in its
+      the "tandem" column of the migration tables, rows that say "planned" left
+      out) must be one the binary names in its
       --help, and every value they give must be accepted: the binary is run with
       them and --no-wait --wait-only, which checks the whole configuration (exit 64
       on a bad value) and contacts nothing.
@@ -212,11 +213,13 @@ def check_span(binary, span, where, report):
         if name not in binary.variables:
             report.fail(where, f"variable {name} is not in `tandem --help`")
             return
-    placeholder = re.search(r"\b(URL|DUR|NAME|LEVEL|PATH|DIR|WHOM|FORMAT)\b|[|\[…]", span)
+    placeholder = re.search(r"\b(URL|DUR|NAME|LEVEL|PATH|DIR|WHOM|FORMAT|PORT)\b|[|\[…]", span)
     if placeholder:
         return
     if span.startswith("--"):
         check_invocation(binary, shlex.split(span), {}, where, report)
+    elif span.startswith("tandem "):
+        check_shell_line(binary, span, where, report)
     else:
         setting = re.match(r"^([A-Z][A-Z0-9_]*)=(\S+)$", span)
         if setting:
@@ -259,8 +262,8 @@ def check_readme(binary, readme, report):
             body = rows[2:]
             if section.startswith("Configuration") and header[0].startswith("environment"):
                 columns = (0, 1)
-            elif section.startswith("Migrat") and header[-1] == "tandem":
-                columns = (len(header) - 1,)
+            elif section.startswith("Migrat") and "tandem" in header:
+                columns = (header.index("tandem"),)
             else:
                 columns = ()
             for n, row in enumerate(body):
