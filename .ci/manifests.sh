@@ -35,7 +35,61 @@ fi
 
 out=target/manifests
 rm -rf "$out"
-mkdir -p "$out"
+mkdir -p "$out/selftest"
+
+# First, the checks must catch what they are for: a Job without metadata.name, an
+# unknown field, an unknown tandem option, a variable tandem does not read, a bad
+# value. (kubernetes-validate --quiet, for one, passes a document without metadata.)
+cat >"$out/selftest/bad.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: job
+          image: example/job
+          comand: ["/tandem", "--mesh", "istio", "--", "/job"]
+YAML
+cat >"$out/selftest/bad-tandem.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: bad
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: option
+          image: example/job
+          command: ["/tandem", "--mesh-typo", "istio", "--", "/job"]
+        - name: variable
+          image: example/job
+          command: ["/tandem", "/job"]
+          env:
+            - name: TANDEM_MESHH
+              value: istio
+        - name: value
+          image: example/job
+          command: ["/tandem", "--fail-timeout", "30", "/job"]
+YAML
+for version in "${versions[@]}"; do
+  if "$venv/bin/kubernetes-validate" --strict -k "$version" "$out/selftest/bad.yaml" >/dev/null 2>&1; then
+    fail "self-test: kubernetes-validate $version passed a Job with no metadata and an unknown field"
+  fi
+done
+if "$venv/bin/yamllint" --strict --config-file .yamllint - <<<"a:  [1,2]" >/dev/null 2>&1; then
+  fail "self-test: yamllint passed badly spaced YAML"
+fi
+found=$("$venv/bin/python" .ci/manifests.py check "$tandem" /dev/null "$out/selftest/bad-tandem.yaml" 2>&1 || true)
+for expected in "option --mesh-typo" "variable TANDEM_MESHH" '--fail-timeout "30"'; do
+  case $found in
+    *"$expected"*) ;;
+    *) fail "self-test: the tandem check missed $expected: $found" ;;
+  esac
+done
 mapfile -t blocks < <("$venv/bin/python" .ci/manifests.py extract README.md "$out")
 files=(examples/k8s/*.yaml "${blocks[@]}")
 [ -e "${files[0]}" ] || fail "no manifests in examples/k8s/"
