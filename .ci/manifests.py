@@ -80,6 +80,7 @@ class Report:
         self.checked = 0
 
     def fail(self, where, message):
+        """Records one failure at WHERE (a file, line or container)."""
         self.failures.append(f"{where}: {message}")
 
 
@@ -123,6 +124,7 @@ def check_invocation(binary, argv, env, where, report):
 
 
 def is_tandem(word):
+    """Whether WORD runs tandem (`/tandem`, `/opt/tandem/tandem`, `tandem`)."""
     return os.path.basename(word) == "tandem"
 
 
@@ -140,6 +142,8 @@ def containers(node):
 
 
 def check_manifest(binary, path, report):
+    """Every document of one YAML file: a name kubectl accepts, and each container
+    that runs tandem (or sets its variables) checked against the binary."""
     with open(path, encoding="utf-8") as f:
         docs = [d for d in yaml.safe_load_all(f) if d is not None]
     for doc in docs:
@@ -176,6 +180,7 @@ def readme_blocks(lines):
 
 
 def extract(readme, out_dir):
+    """Writes README's yaml blocks to OUT_DIR and prints their paths."""
     with open(readme, encoding="utf-8") as f:
         lines = f.read().splitlines()
     os.makedirs(out_dir, exist_ok=True)
@@ -237,6 +242,8 @@ def table_rows(lines, start):
 
 
 def check_readme(binary, readme, report):
+    """The README's code blocks (sh, console, dockerfile) and the tandem columns of
+    its configuration and migration tables."""
     with open(readme, encoding="utf-8") as f:
         lines = f.read().splitlines()
     for lang, start, body in readme_blocks(lines):
@@ -280,6 +287,7 @@ def check_readme(binary, readme, report):
 
 
 def main(argv):
+    """Runs `extract` or `check` (see the module's docstring); returns the exit code."""
     if len(argv) == 3 and argv[0] == "extract":
         extract(argv[1], argv[2])
         return 0
