@@ -36,7 +36,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo demo-envoy test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy real-envoy arm64 tls skips-reset clean
+	fake-sidecar envoy real-envoy arm64 tls manifests skips-reset clean
 
 all: build
 
@@ -64,7 +64,7 @@ demo-envoy: envoy
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
-test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls
+test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls manifests
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -150,6 +150,13 @@ tls: static
 		echo "tls: FAILED: default build with an https:// URL: exit $$code, expected 64 naming --features rustls: $$out" >&2; \
 		exit 1; fi
 	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
+
+## manifests: examples/k8s/ and the README's yaml blocks pass yamllint and validate
+## strictly against the Kubernetes 1.29 and 1.33 schemas; every tandem option and
+## variable they and the README use is accepted by the binary (pinned linters in a
+## venv under target/, from PyPI).
+manifests: static
+	.ci/manifests.sh $(BIN)
 
 clean:
 	$(CARGO) clean
