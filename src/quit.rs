@@ -129,10 +129,51 @@ fn send(plan: &QuitPlan, timeout: Option<Duration>) {
     let mut generic = Fanout::start(&agent, &plan.generic, deadline);
     if let Some(stop) = &plan.sidecar {
         generic.collect(timeout.map(|t| start + t / 2));
-        stop_sidecar(&agent, stop, deadline);
+        stop_sidecar_by(&agent, stop, deadline);
     }
     generic.collect(deadline);
     generic.give_up();
+}
+
+/// Runs [`stop_sidecar`] on a thread of its own and waits for it until `deadline`
+/// at most: the deadline is the main thread's to keep, to the millisecond, whatever
+/// a request's socket timeout or a long `/proc` scan would add. A stop still
+/// running then is abandoned with the process.
+fn stop_sidecar_by(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
+    let (done, finished) = mpsc::channel();
+    let (shared, owned) = (agent.clone(), stop.clone());
+    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+        stop_sidecar(&shared, &owned, deadline);
+        let _ = done.send(());
+    });
+    if let Err(e) = spawned {
+        log::debug!("stopping Istio/Envoy on the main thread: {e}");
+        return stop_sidecar(agent, stop, deadline);
+    }
+    let ended = match deadline {
+        Some(d) => finished.recv_timeout(d.saturating_duration_since(Instant::now())),
+        None => finished
+            .recv()
+            .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+    };
+    if ended.is_err() {
+        let failure = http::Failure {
+            what: "no answer by the quit deadline".into(),
+            no_connection: false,
+        };
+        log_result(stop.url(), &Err(failure));
+    }
+}
+
+impl SidecarStop {
+    /// The URL this route POSTs to (or falls back to).
+    fn url(&self) -> &str {
+        match self {
+            SidecarStop::PilotAgent(url)
+            | SidecarStop::EnvoyKill(url)
+            | SidecarStop::SignalElseAdmin(url) => url,
+        }
+    }
 }
 
 /// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2).
