@@ -82,17 +82,86 @@ pub struct Relay {
     target: Arc<Mutex<Target>>,
 }
 
-/// Installs the handlers. Call first in `main`, before any thread or child exists,
-/// so no signal finds a default action in between.
+/// The handlers installed so far and the signals the relay thread adds itself.
+pub struct Handlers {
+    signals: Signals,
+    /// Real-time signals to register on the relay thread (see [`realtime`]).
+    later: Vec<i32>,
+}
+
+/// Installs the handlers: the one place that decides which signals tandem
+/// catches. Call first in `main`, before any thread or child exists, so no signal
+/// finds a default action in between.
 ///
 /// A signal tandem's parent ignored stays ignored, so the app inherits it as with
 /// tini (`nohup tandem app` keeps the app immune to SIGHUP); a signal it blocked is
 /// unblocked, or it would never reach the relay (STYLE §7.6).
-pub fn register() -> Result<Signals, Error> {
+pub fn register() -> Result<Handlers, Error> {
     let failed = |e| Error::Io("installing signal handlers", e);
-    let wanted: Vec<i32> = relayed().into_iter().filter(|&s| !is_ignored(s)).collect();
+    let ignored = Ignored::now();
+    let wanted: Vec<i32> = relayed()
+        .into_iter()
+        .filter(|&s| !ignored.contains(s))
+        .collect();
     unblock(&wanted).map_err(failed)?;
-    Signals::new(wanted.into_iter().filter(|s| STANDARD.contains(s))).map_err(failed)
+    let (now, later): (Vec<i32>, Vec<i32>) = wanted.into_iter().partition(|s| STANDARD.contains(s));
+    let signals = Signals::new(now).map_err(failed)?;
+    Ok(Handlers { signals, later })
+}
+
+/// The signals whose disposition was SIG_IGN when tandem started.
+struct Ignored(u64);
+
+impl Ignored {
+    /// Read from `/proc/self/status` in one go: asking `sigaction` instead costs a
+    /// system call a signal, a third of tandem's start-up calls. Without `/proc`
+    /// (a bare chroot) it falls back to asking.
+    fn now() -> Ignored {
+        let from_proc = read_small("/proc/self/status").and_then(|status| sig_ign_mask(&status));
+        Ignored(from_proc.unwrap_or_else(|| {
+            relayed()
+                .into_iter()
+                .filter(|&s| is_ignored(s))
+                .fold(0, |mask, s| mask | bit(s))
+        }))
+    }
+
+    fn contains(&self, sig: i32) -> bool {
+        self.0 & bit(sig) != 0
+    }
+}
+
+/// A small file read into one stack buffer: `read_to_string` grows its buffer
+/// from 32 bytes, a system call and an allocation each step. Longer than the
+/// buffer (a `/proc/PID/status` is about 1.5 KiB) counts as unreadable.
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => return String::from_utf8(buf[..len].to_vec()).ok(),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Signal `sig`'s bit in the kernel's masks: bit 0 is signal 1.
+fn bit(sig: i32) -> u64 {
+    u32::try_from(sig - 1)
+        .ok()
+        .and_then(|shift| 1u64.checked_shl(shift))
+        .unwrap_or(0)
+}
+
+/// The `SigIgn:` mask of a `/proc/PID/status` text (16 hex digits).
+fn sig_ign_mask(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
 }
 
 /// Whether `sig`'s disposition is SIG_IGN right now.
@@ -123,7 +192,8 @@ fn unblock(sigs: &[i32]) -> io::Result<()> {
 
 impl Relay {
     /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
-    pub fn start(mut signals: Signals, events: Sender) -> Result<Relay, Error> {
+    pub fn start(handlers: Handlers, events: Sender) -> Result<Relay, Error> {
+        let Handlers { mut signals, later } = handlers;
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
         // Detached: it lives as long as the process (see `main`).
@@ -131,7 +201,7 @@ impl Relay {
             .name("signal-relay".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                for sig in realtime().filter(|&s| !is_ignored(s)) {
+                for sig in later {
                     if let Err(e) = signals.add_signal(sig) {
                         log::debug!("cannot relay signal {sig}: {e}");
                     }
@@ -201,5 +271,47 @@ fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
         log::debug!("could not relay signal {sig} to {dest}: {err}");
     } else {
         log::debug!("relayed signal {sig} to {dest}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sig_ign_is_read_from_proc_status() {
+        let status = "Name:\ttandem\nSigPnd:\t0000000000000000\nSigBlk:\t0000000000010000\n\
+                      SigIgn:\t0000000000001001\nSigCgt:\t0000000000000000\n";
+        let ignored = Ignored(sig_ign_mask(status).expect("a SigIgn line"));
+        assert!(ignored.contains(libc::SIGHUP));
+        assert!(ignored.contains(libc::SIGPIPE));
+        assert!(!ignored.contains(libc::SIGINT));
+        assert!(!ignored.contains(libc::SIGCHLD), "SigBlk is another line");
+        assert_eq!(sig_ign_mask("SigIgn:\tzz\n"), None);
+        assert_eq!(sig_ign_mask("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn every_signal_number_has_its_own_bit_and_none_overflows() {
+        assert_eq!(bit(1), 1);
+        assert_eq!(bit(64), 1 << 63);
+        assert_eq!(bit(0), 0);
+        assert_eq!(bit(65), 0);
+    }
+
+    #[test]
+    fn this_process_reads_the_same_ignored_set_both_ways() {
+        // SIGWINCH's default action is to ignore it, so ignoring it here changes
+        // nothing for the other tests of this process.
+        // SAFETY: SIG_IGN is a valid disposition for SIGWINCH.
+        unsafe { libc::signal(libc::SIGWINCH, libc::SIG_IGN) };
+        assert!(Ignored::now().contains(libc::SIGWINCH));
+        let asked = relayed()
+            .into_iter()
+            .filter(|&s| is_ignored(s))
+            .fold(0, |mask, s| mask | bit(s));
+        let relayed_mask = relayed().into_iter().fold(0, |mask, s| mask | bit(s));
+        let read = Ignored::now().0 & relayed_mask;
+        assert_eq!(read, asked);
     }
 }
