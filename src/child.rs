@@ -7,6 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::error::Error;
+use crate::signals;
 use crate::terminal::JobControl;
 
 /// Starts COMMAND with ARGS in a new process group; with `job`, the group takes
@@ -19,16 +20,20 @@ pub fn spawn(
 ) -> Result<libc::pid_t, Error> {
     let mut cmd = Command::new(command);
     cmd.args(args).process_group(0);
-    // Always a `pre_exec`, even an empty one: it makes std fork and exec instead
-    // of using posix_spawn, whose child (musl's) resets every handled signal with
-    // two `sigaction` calls, ~100 system calls for tandem's ~50 handlers; after a
-    // fork, exec itself resets them for free.
+    // A `pre_exec` makes std fork and exec instead of using posix_spawn, whose
+    // child (musl's) resets every handled signal with two `sigaction` calls, ~100
+    // system calls for tandem's ~50 handlers; after a fork, exec resets them for
+    // free. The mask is not reset by std on this path: the app gets an empty one
+    // here, last (SPEC §4), since tandem's main thread blocks what the relay takes.
     // SAFETY: the closure runs between fork and exec and only makes
-    // async-signal-safe calls (`JobControl::in_child`); it allocates nothing.
+    // async-signal-safe calls (`JobControl::in_child`, sigprocmask); it allocates
+    // nothing.
     unsafe {
-        cmd.pre_exec(move || match job {
-            Some(job) => job.in_child(),
-            None => Ok(()),
+        cmd.pre_exec(move || {
+            if let Some(job) = job {
+                job.in_child()?;
+            }
+            signals::unblock_all()
         })
     };
     match cmd.spawn() {

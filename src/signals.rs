@@ -173,8 +173,27 @@ fn is_ignored(sig: i32) -> bool {
     queried && old.sa_sigaction == libc::SIG_IGN
 }
 
+/// Empties the calling thread's signal mask. Async-signal-safe: it is called
+/// in the app's process between fork and exec.
+pub fn unblock_all() -> io::Result<()> {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: empty is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut empty) };
+    // SAFETY: empty is initialised; a null old mask is allowed.
+    match unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        err => Err(io::Error::from_raw_os_error(err)),
+    }
+}
+
 /// Unblocks `sigs` in the calling thread; threads started later inherit the mask.
 fn unblock(sigs: &[i32]) -> io::Result<()> {
+    mask(libc::SIG_UNBLOCK, sigs)
+}
+
+/// Changes the calling thread's mask for `sigs` (`how`: SIG_BLOCK, SIG_UNBLOCK).
+fn mask(how: libc::c_int, sigs: &[i32]) -> io::Result<()> {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable sigset_t.
@@ -184,7 +203,7 @@ fn unblock(sigs: &[i32]) -> io::Result<()> {
         unsafe { libc::sigaddset(&mut set, sig) };
     }
     // SAFETY: set is initialised; a null old mask is allowed.
-    match unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } {
+    match unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) } {
         0 => Ok(()),
         err => Err(io::Error::from_raw_os_error(err)),
     }
@@ -192,6 +211,12 @@ fn unblock(sigs: &[i32]) -> io::Result<()> {
 
 impl Relay {
     /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
+    ///
+    /// Once the thread runs, the calling thread blocks every caught signal, and so
+    /// do the threads it starts later (the poller, quit requests): the kernel then
+    /// runs each handler on the relay thread itself, whose wait the handler's write
+    /// ends at once, instead of on a thread that must wake the relay in turn. The
+    /// app still starts with nothing blocked: std empties the mask in the child.
     pub fn start(handlers: Handlers, events: Sender) -> Result<Relay, Error> {
         let Handlers { mut signals, later } = handlers;
         let target = Arc::new(Mutex::new(Target::Waiting));
@@ -211,6 +236,11 @@ impl Relay {
                 }
             })
             .map_err(|e| Error::Io("starting the signal relay", e))?;
+        // Ignored ones too: blocking a signal that is discarded changes nothing.
+        if let Err(e) = mask(libc::SIG_BLOCK, &relayed()) {
+            // Only slower: any thread can take a signal, the relay still gets it.
+            log::debug!("cannot leave signals to the relay thread: {e}");
+        }
         Ok(Relay { target })
     }
 
