@@ -166,8 +166,9 @@ clean:
 ## (copy a real run into BENCHMARKS.md). Takes a few minutes.
 ## bench-smoke: the same in a short mode (CI keeps it working; numbers not for quoting).
 ## Both measure the static musl build when the $(TARGET) target is installed,
-## else the glibc release build, and install hyperfine and GNU time (Debian's
-## packages, used for cross-checks) when run as root and missing.
+## else the glibc release build, and install hyperfine and GNU time (cross-checks),
+## strace (system calls) and tini and dumb-init (measured side by side), Debian's
+## packages, when run as root and missing.
 .PHONY: bench bench-smoke bench-deps
 
 bench: BENCH_FLAGS = --markdown target/bench/results.md
@@ -194,11 +195,14 @@ bench-deps:
 	@missing=; \
 	command -v hyperfine >/dev/null || missing="$$missing hyperfine"; \
 	[ -x /usr/bin/time ] || missing="$$missing time"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v tini >/dev/null || missing="$$missing tini"; \
+	command -v dumb-init >/dev/null || missing="$$missing dumb-init"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "bench: installing$$missing (Debian packages)"; \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing </dev/null; } \
-	    || echo "bench: could not install$$missing: their cross-checks are skipped"; \
+	    || echo "bench: could not install$$missing: their figures are skipped"; \
 	else \
-	  echo "bench:$$missing missing (apt-get needs root): their cross-checks are skipped"; \
+	  echo "bench:$$missing missing (apt-get needs root): their figures are skipped"; \
 	fi

@@ -140,11 +140,13 @@ fn send(plan: &QuitPlan, timeout: Option<Duration>) {
 /// a request's socket timeout or a long `/proc` scan would add. A stop still
 /// running then is abandoned with the process.
 fn stop_sidecar_by(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
-    let (done, finished) = mpsc::channel();
+    // The answer type of `Fanout`'s channel, so no second channel type is compiled
+    // in (each costs kilobytes); what is sent only means "done".
+    let (done, finished) = mpsc::channel::<Answer>();
     let (shared, owned) = (agent.clone(), stop.clone());
     let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
         stop_sidecar(&shared, &owned, deadline);
-        let _ = done.send(());
+        let _ = done.send((0, Ok(0)));
     });
     if let Err(e) = spawned {
         log::debug!("stopping Istio/Envoy on the main thread: {e}");
@@ -197,11 +199,14 @@ fn stop_sidecar(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
     }
 }
 
+/// Which request of a [`Fanout`] ended, and how.
+type Answer = (usize, Result<u16, http::Failure>);
+
 /// Concurrent POSTs, one thread each, whose results are logged as they arrive;
 /// each URL still unanswered at the end gets its own line too (SPEC §5.3).
 struct Fanout<'a> {
     urls: &'a [String],
-    answers: mpsc::Receiver<(usize, Result<u16, http::Failure>)>,
+    answers: mpsc::Receiver<Answer>,
     pending: Vec<bool>,
 }
 
