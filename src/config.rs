@@ -299,27 +299,41 @@ impl Endpoints {
         for found in &src.list(&options::MESH)? {
             for name in values::split_list(&found.value) {
                 let preset = mesh::find(name).ok_or_else(|| {
-                    invalid(
-                        found.name,
-                        name,
-                        "a preset: istio, envoy, linkerd or cloudsql",
-                    )
+                    invalid(found.name, name, &format!("a preset: {}", mesh::NAMES))
                 })?;
-                endpoints.add(preset)?;
+                endpoints.add(preset, src)?;
             }
         }
         Ok(endpoints)
     }
 
     /// A preset only fills in what was not set explicitly (SPEC §2, §6).
-    fn add(&mut self, preset: &Preset) -> Result<(), Error> {
-        let url = |s: &str| {
-            HttpUrl::parse(s).map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))
+    fn add(&mut self, preset: &Preset, src: &Sources) -> Result<(), Error> {
+        let port = match preset.port_var {
+            Some(var) => match src.var(&[var])? {
+                Some(found) => Some(parse_with(&found, values::parse_port_number)?),
+                None => None,
+            },
+            None => None,
         };
+        let url = |s: &str| {
+            let parsed = HttpUrl::parse(s)
+                .map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))?;
+            Ok::<HttpUrl, Error>(match port {
+                // Preset URLs are `http://127.0.0.1:PORT/path`: swap the port only.
+                Some(p) => HttpUrl {
+                    raw: s.replacen(&format!(":{}", parsed.port), &format!(":{p}"), 1),
+                    port: p,
+                    ..parsed
+                },
+                None => parsed,
+            })
+        };
+        let ready = preset.ready.map(url).transpose()?;
         match preset.role {
             Role::Istio => {
                 self.envoy_configured = true;
-                self.ready.push(url(preset.ready)?);
+                self.ready.extend(ready);
                 if self.istio_quit.is_none() {
                     self.istio_quit = Some(url(preset.quit)?);
                 }
@@ -327,11 +341,11 @@ impl Endpoints {
             Role::Envoy => {
                 self.envoy_configured = true;
                 if self.admin.is_none() {
-                    self.admin = Some(url(preset.ready)?);
+                    self.admin = ready;
                 }
             }
             Role::Generic => {
-                self.ready.push(url(preset.ready)?);
+                self.ready.extend(ready);
                 self.generic.push(url(preset.quit)?);
             }
         }

@@ -164,7 +164,8 @@ pub const READY: Spec = Spec {
 pub const MESH: Spec = Spec {
     value: "NAME[,NAME]",
     vars: &["TANDEM_MESH"],
-    help: "presets: istio, envoy, linkerd, cloudsql [TANDEM_MESH]",
+    help: "presets: istio, envoy, linkerd, cloudsql, dapr, vault [TANDEM_MESH]\n\
+           (dapr uses DAPR_HTTP_PORT when set, else 3500)",
     ..Spec::new("--mesh", Kind::Repeated)
 };
 /// `--poll-max DUR`

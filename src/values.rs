@@ -113,6 +113,11 @@ pub fn parse_bool(s: &str) -> Result<bool, &'static str> {
     }
 }
 
+/// Parses a TCP port, 1 to 65535, digits only (blanks around it ignored).
+pub fn parse_port_number(s: &str) -> Result<u16, &'static str> {
+    parse_port(s.trim()).ok_or("a port from 1 to 65535")
+}
+
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {

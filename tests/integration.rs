@@ -21,6 +21,8 @@ mod quit;
 mod ready;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
+/// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).
+mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
 mod support;

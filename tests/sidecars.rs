@@ -1,0 +1,135 @@
+//! The dapr, vault and cloudsql presets (SPEC §6) and the hints a known sidecar's
+//! answer earns (SPEC §5.3, §6): against fakes on the presets' fixed ports, and
+//! on an ephemeral port where a variable moves the preset (`DAPR_HTTP_PORT`).
+//! A fixed port that is taken skips the test with the reason, except under
+//! `CI=true`, where a skipped test would hide a broken preset: there it fails.
+
+use crate::support::{FakeAdmin, Out, Script, closed_port, fixed_ports_turn, run, start, tandem};
+use std::time::Duration;
+
+/// Kill timeout of every run.
+const RUN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Fakes on the given fixed loopback ports; `None` (after saying why) when one is
+/// taken outside CI.
+fn on_fixed_ports(test: &str, wanted: Vec<(u16, Script)>) -> Option<Vec<FakeAdmin>> {
+    let mut fakes = Vec::new();
+    for (port, script) in wanted {
+        match FakeAdmin::start_on(("127.0.0.1", port), script) {
+            Ok(fake) => fakes.push(fake),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("{test}: 127.0.0.1:{port} is not free under CI=true ({e})")
+            }
+            Err(e) => {
+                eprintln!("skipped: {test}: 127.0.0.1:{port} is not free ({e})");
+                return None;
+            }
+        }
+    }
+    Some(fakes)
+}
+
+fn dump(out: &Out, fakes: &[&FakeAdmin]) -> String {
+    out.dump_with(fakes)
+}
+
+/// daprd: `/v1.0/healthz/outbound` answers 204 once ready, `/v1.0/shutdown` 204.
+fn daprd() -> Script {
+    Script::generic()
+        .ready_after(Duration::from_millis(300))
+        .status_override("/v1.0/shutdown", 204)
+}
+
+#[test]
+fn dapr_preset_waits_for_outbound_health_and_shuts_daprd_down_on_3500() {
+    let _turn = fixed_ports_turn();
+    let Some(fakes) = on_fixed_ports("dapr preset", vec![(3500, daprd())]) else {
+        return;
+    };
+    let out = run(
+        tandem().args(["--mesh", "dapr", "sh", "-c", "exit 5"]),
+        RUN_TIMEOUT,
+    );
+    let dump = dump(&out, &[&fakes[0]]);
+    assert_eq!(out.code, Some(5), "{dump}");
+    assert!(
+        fakes[0].count("GET", "/v1.0/healthz/outbound") >= 2,
+        "{dump}"
+    );
+    assert!(fakes[0].became_ready_at().is_some(), "{dump}");
+    assert_eq!(fakes[0].count("POST", "/v1.0/shutdown"), 1, "{dump}");
+    assert!(out.stderr.contains("/v1.0/shutdown: 204"), "{dump}");
+}
+
+#[test]
+fn dapr_http_port_moves_the_dapr_preset() {
+    let daprd = start(daprd());
+    let out = run(
+        tandem()
+            .env("TANDEM_MESH", "dapr")
+            .env("DAPR_HTTP_PORT", daprd.port().to_string())
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = dump(&out, &[&daprd]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert!(daprd.count("GET", "/v1.0/healthz/outbound") >= 2, "{dump}");
+    assert_eq!(daprd.count("POST", "/v1.0/shutdown"), 1, "{dump}");
+}
+
+#[test]
+fn a_bad_dapr_http_port_is_a_usage_error() {
+    for bad in ["0", "65536", "35OO", "-1"] {
+        let out = run(
+            tandem()
+                .env("DAPR_HTTP_PORT", bad)
+                .args(["--mesh", "dapr", "true"]),
+            RUN_TIMEOUT,
+        );
+        assert_eq!(out.code, Some(64), "{}", out.dump());
+        assert!(out.stderr.contains("DAPR_HTTP_PORT"), "{}", out.dump());
+    }
+    // Without the dapr preset the variable is the injector's business, not ours.
+    let out = run(tandem().env("DAPR_HTTP_PORT", "x").arg("true"), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+}
+
+#[test]
+fn vault_preset_waits_for_nothing_and_quits_the_agent_on_8200() {
+    let _turn = fixed_ports_turn();
+    let Some(fakes) = on_fixed_ports("vault preset", vec![(8200, Script::generic().never_ready())])
+    else {
+        return;
+    };
+    let out = run(tandem().args(["--mesh", "vault", "true"]), RUN_TIMEOUT);
+    let dump = dump(&out, &[&fakes[0]]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    let gets = fakes[0].requests().iter().filter(|r| r.method == "GET").count();
+    assert_eq!(gets, 0, "no readiness check for vault\n{dump}");
+    assert_eq!(fakes[0].count("POST", "/agent/v1/quit"), 1, "{dump}");
+}
+
+#[test]
+fn cloudsql_preset_waits_on_startup_not_readiness() {
+    let _turn = fixed_ports_turn();
+    let Some(fakes) = on_fixed_ports(
+        "cloudsql preset",
+        vec![
+            (
+                9090,
+                Script::generic()
+                    .ready_after(Duration::from_millis(200))
+                    .status_override("/readiness", 503),
+            ),
+            (9091, Script::generic()),
+        ],
+    ) else {
+        return;
+    };
+    let out = run(tandem().args(["--mesh", "cloudsql", "true"]), RUN_TIMEOUT);
+    let dump = dump(&out, &[&fakes[0], &fakes[1]]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert!(fakes[0].count("GET", "/startup") >= 2, "{dump}");
+    assert_eq!(fakes[0].count("GET", "/readiness"), 0, "{dump}");
+    assert_eq!(fakes[1].count("POST", "/quitquitquit"), 1, "{dump}");
+}
