@@ -97,14 +97,20 @@ fn a_bad_dapr_http_port_is_a_usage_error() {
 #[test]
 fn vault_preset_waits_for_nothing_and_quits_the_agent_on_8200() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_fixed_ports("vault preset", vec![(8200, Script::generic().never_ready())])
-    else {
+    let Some(fakes) = on_fixed_ports(
+        "vault preset",
+        vec![(8200, Script::generic().never_ready())],
+    ) else {
         return;
     };
     let out = run(tandem().args(["--mesh", "vault", "true"]), RUN_TIMEOUT);
     let dump = dump(&out, &[&fakes[0]]);
     assert_eq!(out.code, Some(0), "{dump}");
-    let gets = fakes[0].requests().iter().filter(|r| r.method == "GET").count();
+    let gets = fakes[0]
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .count();
     assert_eq!(gets, 0, "no readiness check for vault\n{dump}");
     assert_eq!(fakes[0].count("POST", "/agent/v1/quit"), 1, "{dump}");
 }

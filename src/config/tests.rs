@@ -71,7 +71,7 @@ const ISTIO_QUIT: &str = "http://127.0.0.1:15020";
 const ENVOY_ADMIN: &str = "http://127.0.0.1:9901";
 const LINKERD_READY: &str = "http://127.0.0.1:4191/ready";
 const LINKERD_QUIT: &str = "http://127.0.0.1:4191/shutdown";
-const CLOUDSQL_READY: &str = "http://127.0.0.1:9090/readiness";
+const CLOUDSQL_READY: &str = "http://127.0.0.1:9090/startup";
 const CLOUDSQL_QUIT: &str = "http://127.0.0.1:9091/quitquitquit";
 
 #[test]
@@ -544,6 +544,15 @@ fn each_preset_contributes_its_endpoints() {
             c.quit.generic = vec![url(CLOUDSQL_QUIT)];
             c.quit.envoy_configured = true;
         }),
+        ("dapr", |c| {
+            c.ready.checks = vec![Check::Url(url(
+                "http://127.0.0.1:3500/v1.0/healthz/outbound",
+            ))];
+            c.quit.generic = vec![url("http://127.0.0.1:3500/v1.0/shutdown")];
+        }),
+        ("vault", |c| {
+            c.quit.generic = vec![url("http://127.0.0.1:8200/agent/v1/quit")];
+        }),
         ("ISTIO", |c| {
             c.ready.checks = vec![Check::Url(url(ISTIO_READY))];
             c.quit.istio_quit = Some(url(ISTIO_QUIT));
@@ -563,6 +572,18 @@ fn each_preset_contributes_its_endpoints() {
         let c = config(&format!("--mesh {repeated}"), &[]);
         assert_eq!(c, expected, "--mesh {repeated}");
     }
+}
+
+#[test]
+fn dapr_http_port_moves_both_dapr_urls() {
+    let c = config("--mesh dapr", &[("DAPR_HTTP_PORT", " 3600 ")]);
+    assert_eq!(
+        c.ready.checks,
+        [Check::Url(url(
+            "http://127.0.0.1:3600/v1.0/healthz/outbound"
+        ))]
+    );
+    assert_eq!(c.quit.generic, [url("http://127.0.0.1:3600/v1.0/shutdown")]);
 }
 
 #[test]
