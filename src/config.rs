@@ -37,6 +37,19 @@ pub enum ForwardTo {
     Group,
 }
 
+/// When a visible `pilot-agent` gets SIGINT instead of (or after) the Istio
+/// quit request (SPEC §2 `ISTIO_FALLBACK_PKILL`, §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PkillFallback {
+    /// When the request could not connect. Default.
+    #[default]
+    OnRefused,
+    /// Whenever the request failed (`ISTIO_FALLBACK_PKILL=true`).
+    OnAnyFailure,
+    /// Never (`ISTIO_FALLBACK_PKILL=false`).
+    Never,
+}
+
 /// Everything the quit phase needs (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QuitConfig {
@@ -59,6 +72,8 @@ pub struct QuitConfig {
     pub keep_on_failure: bool,
     /// Bound on the whole phase; `None` (set as `0`) waits as long as the endpoints take. Default: 5 s.
     pub timeout: Option<Duration>,
+    /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
+    pub pkill_fallback: PkillFallback,
 }
 
 /// Everything the readiness phase needs (SPEC §3).
@@ -268,6 +283,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
                 None => Some(DEFAULT_QUIT_TIMEOUT),
                 Some(d) => nonzero(Some(d)),
             },
+            pkill_fallback: PkillFallback::default(),
         },
         forward_to,
         log_level: log_level.unwrap_or(Level::Info),

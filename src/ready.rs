@@ -35,6 +35,8 @@ const FIRST_INTERVAL: Duration = Duration::from_millis(10);
 /// First progress line after this long, then one every `PROGRESS_EVERY`.
 const FIRST_PROGRESS: Duration = Duration::from_secs(2);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// 404s in a row after which the progress line calls the URL wrong.
+const NOT_FOUND_HINT_AFTER: u32 = 3;
 
 /// Waits for the sidecars as `cfg` says (SPEC §3): `Ok` when the app (or the
 /// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
@@ -135,6 +137,8 @@ struct Probe {
     /// `/ready` answered 404 once: ask `/server_info` directly from then on.
     old_envoy: bool,
     last: String,
+    /// Polls in a row answered 404 (for Envoy: `/ready` and `/server_info` both).
+    not_found: u32,
 }
 
 fn poll_until_ready(
@@ -152,6 +156,7 @@ fn poll_until_ready(
             ready: false,
             old_envoy: false,
             last: "not asked yet".into(),
+            not_found: 0,
         })
         .collect();
     log::info!("waiting for {}", describe(&probes, false));
@@ -206,10 +211,21 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
                 Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
                 Check::Url(url) => url.redacted(),
             };
-            if with_answers {
-                format!("{name}: {}", p.last)
-            } else {
+            if !with_answers {
                 name
+            } else if p.not_found >= NOT_FOUND_HINT_AFTER {
+                // A starting sidecar answers 503 or refuses; 404 means nothing
+                // there has that path: a wrong URL or port (SPEC §3, issue 10).
+                let check = match &p.check {
+                    Check::Envoy(_) => "ENVOY_ADMIN_API/--admin (the admin base URL, no path)",
+                    Check::Url(_) => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",
+                };
+                format!(
+                    "{name}: {} (probably the wrong URL or port, not a sidecar still starting: check {check})",
+                    p.last
+                )
+            } else {
+                format!("{name}: {}", p.last)
             }
         })
         .collect();
@@ -238,8 +254,16 @@ fn poll(agent: &Agent, probe: &mut Probe) {
         Ok((ready, status)) => {
             probe.ready = ready;
             probe.last = status.to_string();
+            probe.not_found = if status == 404 {
+                probe.not_found + 1
+            } else {
+                0
+            };
         }
-        Err(failure) => probe.last = failure.what,
+        Err(failure) => {
+            probe.last = failure.what;
+            probe.not_found = 0;
+        }
     }
     log::debug!(
         "poll {}: {}",

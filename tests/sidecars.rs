@@ -139,3 +139,116 @@ fn cloudsql_preset_waits_on_startup_not_readiness() {
     assert_eq!(fakes[0].count("GET", "/readiness"), 0, "{dump}");
     assert_eq!(fakes[1].count("POST", "/quitquitquit"), 1, "{dump}");
 }
+
+#[test]
+fn linkerd_404_on_shutdown_names_the_pod_annotation_even_at_error_level() {
+    let linkerd = start(Script::linkerd().shutdown_enabled(false));
+    let out = run(
+        tandem()
+            .env(
+                "GENERIC_QUIT_ENDPOINTS",
+                format!("{}/shutdown", linkerd.url()),
+            )
+            .env("TANDEM_LOG", "error")
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = dump(&out, &[&linkerd]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert!(
+        out.stderr.contains("error: quit POST")
+            && out
+                .stderr
+                .contains("config.linkerd.io/proxy-admin-shutdown: enabled"),
+        "{dump}"
+    );
+}
+
+#[test]
+fn vault_404_or_405_on_quit_names_the_pod_annotation() {
+    for status in [404, 405] {
+        let vault = start(Script::generic().status_override("/agent/v1/quit", status));
+        let out = run(
+            tandem()
+                .args(["--quit", &format!("{}/agent/v1/quit", vault.url())])
+                .arg("true"),
+            RUN_TIMEOUT,
+        );
+        let dump = dump(&out, &[&vault]);
+        assert_eq!(out.code, Some(0), "{dump}");
+        assert!(
+            out.stderr
+                .contains("vault.hashicorp.com/agent-enable-quit: \"true\""),
+            "{status}\n{dump}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_cloudsql_quit_on_9091_names_the_quitquitquit_flag() {
+    let _turn = fixed_ports_turn();
+    // Bound and released at once: proves nothing listens on 9091 for this test.
+    let Some(probe) = on_fixed_ports("cloudsql refused", vec![(9091, Script::generic())]) else {
+        return;
+    };
+    drop(probe);
+    let out = run(
+        tandem()
+            .args(["--quit", "http://127.0.0.1:9091/quitquitquit"])
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr.contains("--quitquitquit") && out.stderr.contains("error: "),
+        "{}",
+        out.dump()
+    );
+    // Another port refusing is no Cloud SQL proxy: no flag to suggest.
+    let closed = format!("http://127.0.0.1:{}/quitquitquit", closed_port());
+    let out = run(tandem().args(["--quit", &closed, "true"]), RUN_TIMEOUT);
+    assert!(!out.stderr.contains("--quitquitquit"), "{}", out.dump());
+}
+
+#[test]
+fn an_admin_url_answering_404_is_called_the_wrong_url_in_the_progress_line() {
+    let envoy = start(Script::envoy());
+    let out = run(
+        tandem()
+            .env("ENVOY_ADMIN_API", format!("{}/admin", envoy.url()))
+            .env("WAIT_FOR_ENVOY_TIMEOUT", "2500ms")
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = dump(&out, &[&envoy]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert!(envoy.count("GET", "/admin/server_info") >= 3, "{dump}");
+    let progress = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("still waiting"))
+        .unwrap_or_else(|| panic!("no progress line\n{dump}"));
+    assert!(
+        progress.contains("probably the wrong URL or port") && progress.contains("ENVOY_ADMIN_API"),
+        "{dump}"
+    );
+}
+
+#[test]
+fn a_sidecar_still_starting_is_not_called_the_wrong_url() {
+    let envoy = start(Script::envoy().never_ready());
+    let out = run(
+        tandem_at_ready_timeout(&envoy.url()).arg("true"),
+        RUN_TIMEOUT,
+    );
+    let dump = dump(&out, &[&envoy]);
+    assert!(out.stderr.contains("still waiting"), "{dump}");
+    assert!(!out.stderr.contains("wrong URL"), "{dump}");
+}
+
+fn tandem_at_ready_timeout(url: &str) -> std::process::Command {
+    let mut cmd = tandem();
+    cmd.env("ENVOY_ADMIN_API", url)
+        .env("WAIT_FOR_ENVOY_TIMEOUT", "2500ms");
+    cmd
+}
