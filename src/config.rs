@@ -106,6 +106,13 @@ pub struct Config {
     pub log_format: Format,
 }
 
+impl Config {
+    /// True when any sidecar is waited for or stopped.
+    pub fn has_sidecars(&self) -> bool {
+        !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
+    }
+}
+
 /// A value found for a setting, with the name it was found under (for errors).
 struct Found {
     name: &'static str,

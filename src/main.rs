@@ -69,7 +69,7 @@ fn run(cfg: &Config, relay: &Relay, channel: &Channel, cmd: &OsStr, args: &[OsSt
             ended.unwrap_or_else(Outcome::Failed)
         }
     };
-    outcome.log();
+    outcome.log(cfg.has_sidecars());
     quit::after(&cfg.quit, &outcome);
     outcome
 }

@@ -41,17 +41,22 @@ impl Outcome {
     }
 
     /// Logs how the app ended; a wait that ended the run logged itself already.
-    pub fn log(&self) {
+    /// Without sidecars the app's own end is a debug line: local development
+    /// stays as quiet as the app alone (SPEC §8).
+    pub fn log(&self, with_sidecars: bool) {
         let code = self.status();
         let fields = [("code", Field::Int(i64::from(code)))];
+        let level = if with_sidecars {
+            log::Level::Info
+        } else {
+            log::Level::Debug
+        };
         match self {
-            Outcome::Exited(_) => log::event(
-                log::Level::Info,
-                format_args!("the app exited with {code}"),
-                &fields,
-            ),
+            Outcome::Exited(_) => {
+                log::event(level, format_args!("the app exited with {code}"), &fields)
+            }
             Outcome::Killed(sig) => log::event(
-                log::Level::Info,
+                level,
                 format_args!("the app was killed by signal {sig}: exiting with {code}"),
                 &fields,
             ),

@@ -54,8 +54,9 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
     match wait_until_ready(cfg, &channel.events, &channel.sender) {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
+            let limit = log::human(cfg.wait_timeout.unwrap_or_default());
             log::warning!(
-                "sidecars not ready within --wait-timeout/WAIT_FOR_ENVOY_TIMEOUT: starting the app anyway"
+                "sidecars not ready within {limit} (--wait-timeout/WAIT_FOR_ENVOY_TIMEOUT): starting the app anyway"
             );
             Ok(())
         }
@@ -65,8 +66,9 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
             } else {
                 ""
             };
+            let limit = log::human(cfg.fail_timeout.unwrap_or_default());
             log::error!(
-                "sidecars not ready within --fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT{then}"
+                "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
             Err(Outcome::NotReady)
         }
