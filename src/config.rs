@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::log::{self, Format, Level};
 use crate::mesh::{self, Preset, Role};
 use crate::options::{self, Spec};
+use crate::termination;
 use crate::values::{self, HttpUrl, Scheme};
 
 /// Default bound on the whole quit phase.
@@ -104,6 +105,8 @@ pub struct Config {
     pub log_level: Level,
     /// Log line format. Default: text.
     pub log_format: Format,
+    /// Where the termination message goes. Default: `/dev/termination-log` if writable.
+    pub termination_log: termination::Target,
 }
 
 impl Config {
@@ -246,11 +249,34 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
         .unwrap_or(Format::Text)
 }
 
+/// The termination log as configured, or the default where it is missing or
+/// invalid, for failures before (or of) the configuration. Without a command
+/// line (it did not parse) only the variable counts.
+pub fn termination_log_hint(
+    cli: Option<&Cli>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> termination::Target {
+    let empty;
+    let cli = match cli {
+        Some(cli) => cli,
+        None => {
+            empty = Cli::empty();
+            &empty
+        }
+    };
+    let src = Sources { cli, env };
+    src.parsed(&options::TERMINATION_LOG, termination::parse)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
 /// Builds the configuration from the command line and an environment lookup (SPEC §2).
 pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config, Error> {
     let src = Sources { cli, env };
     let log_level = src.parsed(&options::LOG, log::parse_level)?;
     let log_format = src.parsed(&options::LOG_FORMAT, log::parse_format)?;
+    let termination_log = src.parsed(&options::TERMINATION_LOG, termination::parse)?;
     let endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
     let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, values::parse_duration)?;
@@ -295,6 +321,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
         forward_to,
         log_level: log_level.unwrap_or(Level::Info),
         log_format: log_format.unwrap_or(Format::Text),
+        termination_log: termination_log.unwrap_or_default(),
     })
 }
 

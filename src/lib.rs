@@ -27,4 +27,5 @@ pub mod reap;
 pub mod resolve;
 pub mod signals;
 pub mod terminal;
+pub mod termination;
 pub mod values;

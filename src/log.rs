@@ -124,7 +124,7 @@ impl ::log::Log for Facade {
 
 /// `text` with the `user:password@` of every URL in it removed (SPEC §8): a
 /// library's message may quote a URL anywhere, not only at its start.
-fn without_userinfo(text: &str) -> String {
+pub fn without_userinfo(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {

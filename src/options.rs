@@ -182,6 +182,14 @@ pub const FORWARD_TO: Spec = Spec {
     help: "relay signals to the child (default) or its process group [TANDEM_FORWARD_TO]",
     ..Spec::new("--forward-to", Kind::Value)
 };
+/// `--termination-log PATH|off`
+pub const TERMINATION_LOG: Spec = Spec {
+    value: "PATH",
+    vars: &["TANDEM_TERMINATION_LOG"],
+    help: "why tandem ended a run, in one line; off disables\n\
+           (default /dev/termination-log if writable) [TANDEM_TERMINATION_LOG]",
+    ..Spec::new("--termination-log", Kind::Value)
+};
 /// `--wait-only`
 pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(TaskFlag::WaitOnly));
 /// `--quit-only`
@@ -221,6 +229,7 @@ pub const OPTIONS: &[&Spec] = &[
     &MESH,
     &POLL_MAX,
     &FORWARD_TO,
+    &TERMINATION_LOG,
     &WAIT_ONLY,
     &QUIT_ONLY,
     &INSTALL_TO,

@@ -13,8 +13,9 @@ pub enum Outcome {
     Killed(i32),
     /// tandem got this terminating signal while waiting; the app never started.
     Interrupted(i32),
-    /// Not ready within `--fail-timeout`; the app never started.
-    NotReady,
+    /// Not ready within `--fail-timeout`; the app never started. Holds the
+    /// line that says so, with each sidecar's last answer.
+    NotReady(String),
     /// tandem could not run or wait for the app.
     Failed(Error),
 }
@@ -35,7 +36,7 @@ impl Outcome {
             Outcome::Exited(code) => (code & 0xff) as u8,
             // The shell's convention, for the app's signal and tandem's alike.
             Outcome::Killed(sig) | Outcome::Interrupted(sig) => ((128 + sig) & 0xff) as u8,
-            Outcome::NotReady => EX_UNAVAILABLE,
+            Outcome::NotReady(_) => EX_UNAVAILABLE,
             Outcome::Failed(e) => e.exit_code(),
         }
     }
@@ -61,7 +62,7 @@ impl Outcome {
                 &fields,
             ),
             Outcome::Failed(e) => log::error!("{e}"),
-            Outcome::Interrupted(_) | Outcome::NotReady => {}
+            Outcome::Interrupted(_) | Outcome::NotReady(_) => {}
         }
     }
 }
@@ -78,7 +79,7 @@ mod tests {
         assert_eq!(Outcome::Killed(15).status(), 143);
         assert_eq!(Outcome::Killed(9).status(), 137);
         assert_eq!(Outcome::Interrupted(2).status(), 130);
-        assert_eq!(Outcome::NotReady.status(), 69);
+        assert_eq!(Outcome::NotReady(String::new()).status(), 69);
         let missing = Error::NotFound("nope".into());
         assert_eq!(Outcome::Failed(missing).status(), 127);
     }

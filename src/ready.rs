@@ -2,9 +2,9 @@
 //! that checks every sidecar with a capped backoff while the main thread waits
 //! for the first of "ready", a terminating signal or a timeout.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,13 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
         log::info!("--no-wait/START_WITHOUT_ENVOY: not waiting for the sidecars");
         return Ok(());
     }
-    match wait_until_ready(cfg, &channel.events, &channel.sender) {
+    let answers = Arc::new(Mutex::new(String::from("none yet")));
+    let end = wait_until_ready(cfg, &channel.events, &channel.sender, &answers);
+    // The poller may still hold the lock for one round; a poisoned one still has text.
+    let last = answers
+        .lock()
+        .map_or_else(|p| p.into_inner().clone(), |a| a.clone());
+    match end {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
             let limit = log::human(cfg.wait_timeout.unwrap_or_default());
@@ -67,29 +73,36 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
                 ""
             };
             let limit = log::human(cfg.fail_timeout.unwrap_or_default());
-            log::error!(
+            let line = format!(
                 "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
-            Err(Outcome::NotReady)
+            log::error!("{line}");
+            Err(Outcome::NotReady(format!("{line}; last answers: {last}")))
         }
         WaitEnd::Interrupted(sig) => Err(Outcome::Interrupted(sig)),
     }
 }
 
 /// Polls until every check passes or the wait is cut short.
-fn wait_until_ready(cfg: &ReadyConfig, events: &Events, sender: &Sender) -> WaitEnd {
+fn wait_until_ready(
+    cfg: &ReadyConfig,
+    events: &Events,
+    sender: &Sender,
+    answers: &Arc<Mutex<String>>,
+) -> WaitEnd {
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
-        let (checks, poll_max, stop, sender) = (
+        let (checks, poll_max, stop, sender, answers) = (
             cfg.checks.clone(),
             cfg.poll_max,
             Arc::clone(&stop),
             sender.clone(),
+            Arc::clone(answers),
         );
         thread::Builder::new()
             .name("readiness".into())
-            .spawn(move || poll_until_ready(checks, poll_max, &stop, &sender, start))
+            .spawn(move || poll_until_ready(checks, poll_max, &stop, &sender, start, &answers))
     };
     let poller = match poller {
         Ok(p) => p,
@@ -149,6 +162,7 @@ fn poll_until_ready(
     stop: &AtomicBool,
     sender: &Sender,
     start: Instant,
+    answers: &Mutex<String>,
 ) {
     let agent = http::agent();
     let mut probes: Vec<Probe> = checks
@@ -169,6 +183,9 @@ fn poll_until_ready(
         polls += 1;
         for probe in probes.iter_mut().filter(|p| !p.ready) {
             poll(&agent, probe);
+        }
+        if let Ok(mut last) = answers.lock() {
+            *last = describe(&probes, true);
         }
         if probes.iter().all(|p| p.ready) {
             log_ready(start.elapsed(), polls);

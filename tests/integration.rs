@@ -28,5 +28,7 @@ mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
 mod support;
+/// The termination message: reasons, credentials, the app's file, `off` (SPEC §7).
+mod termination;
 /// Ctrl-C and Ctrl-Z under a real pseudo-terminal (SPEC §4).
 mod tty;

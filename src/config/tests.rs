@@ -59,6 +59,7 @@ fn defaults() -> Config {
         forward_to: ForwardTo::Child,
         log_level: Level::Info,
         log_format: Format::Text,
+        termination_log: crate::termination::Target::Kubernetes,
     }
 }
 
