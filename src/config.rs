@@ -107,6 +107,11 @@ pub struct Config {
     pub log_format: Format,
     /// Where the termination message goes. Default: `/dev/termination-log` if writable.
     pub termination_log: termination::Target,
+    /// Warnings about settings that are valid but have no effect, to log once
+    /// the log is set up. Default: none.
+    pub warnings: Vec<String>,
+    /// The linkerd-await variable that turned waiting and stopping off. Default: none.
+    pub disabled_by: Option<&'static str>,
 }
 
 impl Config {
@@ -290,9 +295,39 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     // Validated for compatibility only: stopping after a failure is already the default,
     // and NEVER_KILL_ISTIO_ON_FAILURE wins over it (SPEC §2).
     src.flag_vars(&[options::ALWAYS_KILL_ENVOY])?;
+    let pkill_fallback = match src.var(&[options::ISTIO_FALLBACK_PKILL])? {
+        None => PkillFallback::OnRefused,
+        Some(found) if parse_with(&found, values::parse_bool)? => PkillFallback::OnAnyFailure,
+        Some(_) => PkillFallback::Never,
+    };
+    let warnings = no_effect_warnings(&src)?;
+    // linkerd-await's switch: run the app as if tandem were not there.
+    let disabled = src.var(options::LINKERD_DISABLED)?;
 
     let mut checks: Vec<Check> = endpoints.admin.iter().cloned().map(Check::Envoy).collect();
     checks.extend(endpoints.ready.into_iter().map(Check::Url));
+    let mut quit = QuitConfig {
+        generic: endpoints.generic,
+        admin: endpoints.admin,
+        istio_quit: endpoints.istio_quit,
+        envoy_quit: endpoints.envoy_quit,
+        envoy_configured: endpoints.envoy_configured,
+        generic_only,
+        never_quit,
+        keep_on_failure,
+        timeout: match quit_timeout {
+            None => Some(DEFAULT_QUIT_TIMEOUT),
+            Some(d) => (!d.is_zero()).then_some(d),
+        },
+        pkill_fallback,
+    };
+    if disabled.is_some() {
+        checks.clear();
+        quit = QuitConfig {
+            timeout: quit.timeout,
+            ..QuitConfig::default()
+        };
+    }
     // A zero timeout means "no timeout", as in scuttle.
     let nonzero = |d: Option<Duration>| d.filter(|d| !d.is_zero());
     Ok(Config {
@@ -303,25 +338,13 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
             fail_timeout: nonzero(fail_timeout),
             poll_max,
         },
-        quit: QuitConfig {
-            generic: endpoints.generic,
-            admin: endpoints.admin,
-            istio_quit: endpoints.istio_quit,
-            envoy_quit: endpoints.envoy_quit,
-            envoy_configured: endpoints.envoy_configured,
-            generic_only,
-            never_quit,
-            keep_on_failure,
-            timeout: match quit_timeout {
-                None => Some(DEFAULT_QUIT_TIMEOUT),
-                Some(d) => nonzero(Some(d)),
-            },
-            pkill_fallback: PkillFallback::default(),
-        },
+        quit,
         forward_to,
         log_level: log_level.unwrap_or(Level::Info),
         log_format: log_format.unwrap_or(Format::Text),
         termination_log: termination_log.unwrap_or_default(),
+        warnings,
+        disabled_by: disabled.map(|found| found.name),
     })
 }
 
@@ -346,6 +369,12 @@ impl Endpoints {
             ready: src.url_list(&options::READY)?,
             generic: src.url_list(&options::QUIT)?,
         };
+        // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
+        if let Some(found) = src.var(&[options::GENERIC_READY_ENDPOINTS])? {
+            for item in values::split_list(&found.value) {
+                endpoints.ready.push(parse_url(&found, item)?);
+            }
+        }
         for found in &src.list(&options::MESH)? {
             for name in values::split_list(&found.value) {
                 let preset = mesh::find(name).ok_or_else(|| {
@@ -401,6 +430,32 @@ impl Endpoints {
         }
         Ok(())
     }
+}
+
+/// One warning for each peer variable that is set and has no effect in tandem;
+/// a bad value is still an error (SPEC §2).
+fn no_effect_warnings(src: &Sources) -> Result<Vec<String>, Error> {
+    let mut warnings = Vec::new();
+    for item in options::NO_EFFECT {
+        let Some(found) = src.var(&[item.var])? else {
+            continue;
+        };
+        match item.shape {
+            options::Shape::Bool => {
+                parse_with(&found, values::parse_bool)?;
+            }
+            options::Shape::Seconds => {
+                parse_with(&found, values::parse_seconds)?;
+            }
+            options::Shape::Text => {}
+        }
+        let shown = values::redact(&found.value);
+        warnings.push(format!(
+            "{}={shown:?} has no effect: {}",
+            item.var, item.why
+        ));
+    }
+    Ok(warnings)
 }
 
 fn poll_max(src: &Sources) -> Result<Duration, Error> {

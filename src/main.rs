@@ -37,6 +37,13 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
     log::init(log::Level::Info, config::log_format_hint(&cli, &env));
     let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e, &term))?;
     log::init(cfg.log_level, cfg.log_format);
+    for warning in &cfg.warnings {
+        log::event(log::Level::Warn, format_args!("{warning}"), &[]);
+    }
+    if let Some(var) = cfg.disabled_by {
+        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
+        log::event(log::Level::Info, why, &[]);
+    }
     quit::warn_about_ignored(&cfg.quit);
 
     let channel = event::channel();

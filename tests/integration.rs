@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
+mod compat;
 /// The fake sidecar and the harness themselves.
 mod fake;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).

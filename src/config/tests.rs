@@ -60,6 +60,8 @@ fn defaults() -> Config {
         log_level: Level::Info,
         log_format: Format::Text,
         termination_log: crate::termination::Target::Kubernetes,
+        warnings: vec![],
+        disabled_by: None,
     }
 }
 
