@@ -16,6 +16,7 @@ pub mod error;
 pub mod event;
 pub mod http;
 pub mod install;
+pub mod linkerd_await;
 pub mod log;
 pub mod mesh;
 pub mod options;

@@ -11,7 +11,7 @@ use tandem::event::{self, Channel};
 use tandem::outcome::Outcome;
 use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
-use tandem::{act, child, log, quit, ready, reap, termination};
+use tandem::{act, child, linkerd_await, log, quit, ready, reap, termination};
 
 fn main() -> ExitCode {
     match lifecycle() {
@@ -27,7 +27,13 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
     let env = |name: &str| std::env::var_os(name);
     let term = config::termination_log_hint(None, &env);
     let signals = signals::register().map_err(|e| act::fail(&e, &term))?;
-    let cli = cli::parse(std::env::args_os().skip(1)).map_err(|e| act::fail(&e, &term))?;
+    let mut args = std::env::args_os();
+    let cli = if linkerd_await::invoked_as(args.next().as_deref()) {
+        linkerd_await::parse(args)
+    } else {
+        cli::parse(args)
+    };
+    let cli = cli.map_err(|e| act::fail(&e, &term))?;
     let term = config::termination_log_hint(Some(&cli), &env);
     let mode = match &cli.task {
         Task::Mode(mode) => mode,

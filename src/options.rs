@@ -323,6 +323,11 @@ pub const NO_EFFECT: &[NoEffect] = &[
         why: "tandem signals a visible pilot-agent itself (see ISTIO_FALLBACK_PKILL)",
     },
     NoEffect {
+        var: "LINKERD_AWAIT_VERBOSE",
+        shape: Shape::Text,
+        why: "tandem says at info level when LINKERD_AWAIT_DISABLED turns it off",
+    },
+    NoEffect {
         var: "ENVOY_ISTIO_SDS_WARMING_PROTECTION",
         shape: Shape::Bool,
         why: "tandem waits for Envoy's /ready (or LIVE), not for its certificates",

@@ -25,6 +25,7 @@ const NO_EFFECT: &[(&str, &str, Option<&str>)] = &[
     ("USE_ISTIO_CONFIG", "true", Some("istio")),
     ("PKILL_PILOT", "true", Some("maybe")),
     ("ENVOY_ISTIO_SDS_WARMING_PROTECTION", "true", Some("on")),
+    ("LINKERD_AWAIT_VERBOSE", "true", None),
 ];
 
 #[test]

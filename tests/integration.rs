@@ -15,6 +15,8 @@ mod idle;
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
 mod lifecycle;
+/// tandem invoked as `linkerd-await`: its command line, its meaning (SPEC §2).
+mod linkerd_await;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
 mod logs;
 /// The `--mesh` presets on their fixed ports, skipped where a port is taken (SPEC §6).
