@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// `--help` and the README against the option table.
+mod docs;
 /// The fake sidecar and the harness themselves.
 mod fake;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
