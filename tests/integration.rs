@@ -5,6 +5,8 @@
 mod cli;
 /// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
 mod compat;
+/// `--help` and the README against the option table.
+mod docs;
 /// The fake sidecar and the harness themselves.
 mod fake;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
@@ -25,6 +27,8 @@ mod presets;
 mod quit;
 /// Readiness: /ready, /server_info fallback, several URLs, timeouts, backoff (SPEC §3).
 mod ready;
+/// The real Envoy (`TANDEM_TEST_ENVOY`), on IPv4 and IPv6, and the Istio layout.
+mod real_envoy;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
 /// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).

@@ -1,33 +1,16 @@
 //! The dapr, vault and cloudsql presets (SPEC §6) and the hints a known sidecar's
 //! answer earns (SPEC §5.3, §6): against fakes on the presets' fixed ports, and
 //! on an ephemeral port where a variable moves the preset (`DAPR_HTTP_PORT`).
-//! A fixed port that is taken skips the test with the reason, except under
-//! `CI=true`, where a skipped test would hide a broken preset: there it fails.
+//! A fixed port that is taken skips the test (support's one skip: a failure
+//! under `CI=true`).
 
-use crate::support::{FakeAdmin, Out, Script, closed_port, fixed_ports_turn, run, start, tandem};
+use crate::support::{
+    FakeAdmin, Out, Script, closed_port, fixed_ports_turn, on_fixed_ports, run, start, tandem,
+};
 use std::time::Duration;
 
 /// Kill timeout of every run.
 const RUN_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Fakes on the given fixed loopback ports; `None` (after saying why) when one is
-/// taken outside CI.
-fn on_fixed_ports(test: &str, wanted: Vec<(u16, Script)>) -> Option<Vec<FakeAdmin>> {
-    let mut fakes = Vec::new();
-    for (port, script) in wanted {
-        match FakeAdmin::start_on(("127.0.0.1", port), script) {
-            Ok(fake) => fakes.push(fake),
-            Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-                panic!("{test}: 127.0.0.1:{port} is not free under CI=true ({e})")
-            }
-            Err(e) => {
-                eprintln!("skipped: {test}: 127.0.0.1:{port} is not free ({e})");
-                return None;
-            }
-        }
-    }
-    Some(fakes)
-}
 
 fn dump(out: &Out, fakes: &[&FakeAdmin]) -> String {
     out.dump_with(fakes)
@@ -43,7 +26,7 @@ fn daprd() -> Script {
 #[test]
 fn dapr_preset_waits_for_outbound_health_and_shuts_daprd_down_on_3500() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_fixed_ports("dapr preset", vec![(3500, daprd())]) else {
+    let Some(fakes) = on_fixed_ports(vec![(3500, daprd())]) else {
         return;
     };
     let out = run(
@@ -97,10 +80,7 @@ fn a_bad_dapr_http_port_is_a_usage_error() {
 #[test]
 fn vault_preset_waits_for_nothing_and_quits_the_agent_on_8200() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_fixed_ports(
-        "vault preset",
-        vec![(8200, Script::generic().never_ready())],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![(8200, Script::generic().never_ready())]) else {
         return;
     };
     let out = run(tandem().args(["--mesh", "vault", "true"]), RUN_TIMEOUT);
@@ -118,18 +98,15 @@ fn vault_preset_waits_for_nothing_and_quits_the_agent_on_8200() {
 #[test]
 fn cloudsql_preset_waits_on_startup_not_readiness() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_fixed_ports(
-        "cloudsql preset",
-        vec![
-            (
-                9090,
-                Script::generic()
-                    .ready_after(Duration::from_millis(200))
-                    .status_override("/readiness", 503),
-            ),
-            (9091, Script::generic()),
-        ],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![
+        (
+            9090,
+            Script::generic()
+                .ready_after(Duration::from_millis(200))
+                .status_override("/readiness", 503),
+        ),
+        (9091, Script::generic()),
+    ]) else {
         return;
     };
     let out = run(tandem().args(["--mesh", "cloudsql", "true"]), RUN_TIMEOUT);
@@ -188,7 +165,7 @@ fn vault_404_or_405_on_quit_names_the_pod_annotation() {
 fn a_refused_cloudsql_quit_on_9091_names_the_quitquitquit_flag() {
     let _turn = fixed_ports_turn();
     // Bound and released at once: proves nothing listens on 9091 for this test.
-    let Some(probe) = on_fixed_ports("cloudsql refused", vec![(9091, Script::generic())]) else {
+    let Some(probe) = on_fixed_ports(vec![(9091, Script::generic())]) else {
         return;
     };
     drop(probe);
