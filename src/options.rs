@@ -388,8 +388,37 @@ pub fn help() -> String {
         }
     }
     out.push_str(FOOTER);
+    // Built from the tables, so a variable added there is listed here too.
+    let mut honoured = String::from("Also read (no option):");
+    let mut no_effect = String::from("Accepted with a warning that they have no effect:");
+    for (text, vars) in [
+        (&mut honoured, COMPAT_HONOURED.to_vec()),
+        (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
+    ] {
+        for (i, var) in vars.iter().enumerate() {
+            text.push_str(if i == 0 { " " } else { ", " });
+            text.push_str(var);
+        }
+        text.push('.');
+        let mut lines = Vec::new();
+        wrap(text, HELP_WIDTH, &mut lines);
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
     out
 }
+
+/// The peers' variables that tandem honours without an option of their own.
+pub const COMPAT_HONOURED: &[&str] = &[
+    ALWAYS_KILL_ENVOY,
+    "LINKERD_AWAIT_DISABLED",
+    "LINKERD_DISABLED",
+    GENERIC_READY_ENDPOINTS,
+    ISTIO_FALLBACK_PKILL,
+    "DAPR_HTTP_PORT",
+];
 
 /// Breaks `text` at spaces into lines of at most `width` characters (a longer
 /// word stands alone), appending them to `lines`.
@@ -433,8 +462,6 @@ Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
 73 install failed.
 Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
 --timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
-Variables of scuttle, envoy-preflight and linkerd-await are honoured, or
-accepted with a warning where they have no effect (README: migration).
 ";
 
 /// The `--version` line.

@@ -83,9 +83,7 @@ fn help_names_every_option_and_variable_of_the_table() {
 /// The peers' variables that no option names: honoured ones, then those accepted
 /// with a warning (SPEC §2: the README lists each one).
 fn compat_variables() -> Vec<&'static str> {
-    let mut vars = options::LINKERD_DISABLED.to_vec();
-    vars.push(options::GENERIC_READY_ENDPOINTS);
-    vars.push(options::ISTIO_FALLBACK_PKILL);
+    let mut vars = options::COMPAT_HONOURED.to_vec();
     vars.extend(options::NO_EFFECT.iter().map(|item| item.var));
     vars
 }
