@@ -53,10 +53,20 @@ pub fn after(q: &QuitConfig, outcome: &Outcome) -> Option<String> {
 
 /// Settings that are valid but have no effect in this combination (as in scuttle).
 pub fn warn_about_ignored(q: &QuitConfig) {
-    if !q.envoy_configured && (q.istio_quit.is_some() || q.envoy_quit.is_some()) {
-        log::warning!(
-            "ISTIO_QUIT_API/ENVOY_KILL_API take effect only with ENVOY_ADMIN_API or --mesh istio|envoy"
-        );
+    if q.envoy_configured {
+        return;
+    }
+    // Warnings quote the value involved (SPEC §8).
+    for (name, url) in [
+        ("ISTIO_QUIT_API", &q.istio_quit),
+        ("ENVOY_KILL_API", &q.envoy_quit),
+    ] {
+        if let Some(url) = url {
+            log::warning!(
+                "{name} {} takes effect only with ENVOY_ADMIN_API or --mesh istio|envoy",
+                url.redacted()
+            );
+        }
     }
 }
 

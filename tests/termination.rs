@@ -189,3 +189,30 @@ fn a_clean_run_leaves_the_file_empty() {
         assert_eq!(read(&path), "", "the app's own status needs no message");
     }
 }
+
+#[test]
+fn a_failed_install_and_a_command_that_cannot_run_are_written() {
+    let dir = temp_dir("73");
+    let path = dir.join("termination-log");
+    let not_a_dir = dir.join("file");
+    fs::write(&not_a_dir, "").unwrap();
+    let out = run(
+        tandem()
+            .env("TANDEM_TERMINATION_LOG", &path)
+            .arg("--install-to")
+            .arg(&not_a_dir),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(73), "{}", out.dump());
+    assert!(read(&path).contains("--install-to"), "{}", out.dump());
+
+    let path = log_path("126");
+    let out = run(
+        tandem().env("TANDEM_TERMINATION_LOG", &path).arg(&dir),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(126), "{}", out.dump());
+    let text = read(&path);
+    assert_one_line(&text);
+    assert!(text.contains("cannot execute"), "{text}");
+}
