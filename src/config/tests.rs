@@ -118,6 +118,30 @@ fn every_variable_is_read_and_has_its_effect() {
         }),
         // Stopping after a failure is already the default: accepted, no change.
         ("ALWAYS_KILL_ENVOY", "true", |_| {}),
+        ("ISTIO_FALLBACK_PKILL", "true", |c| {
+            c.quit.pkill_fallback = crate::config::PkillFallback::OnAnyFailure
+        }),
+        ("ISTIO_FALLBACK_PKILL", "false", |c| {
+            c.quit.pkill_fallback = crate::config::PkillFallback::Never
+        }),
+        ("GENERIC_READY_ENDPOINTS", "http://127.0.0.1:8080/g", |c| {
+            c.ready.checks = vec![Check::Url(url("http://127.0.0.1:8080/g"))]
+        }),
+        ("LINKERD_AWAIT_DISABLED", "x", |c| {
+            c.disabled_by = Some("LINKERD_AWAIT_DISABLED")
+        }),
+        ("LINKERD_DISABLED", "1", |c| {
+            c.disabled_by = Some("LINKERD_DISABLED")
+        }),
+        ("SCUTTLE_SLEEP_1", "3", |c| {
+            c.warnings = vec![format!(
+                "SCUTTLE_SLEEP_1=\"3\" has no effect: {}",
+                crate::options::NO_EFFECT[2].why
+            )]
+        }),
+        ("TANDEM_TERMINATION_LOG", "off", |c| {
+            c.termination_log = crate::termination::Target::Off
+        }),
         ("SCUTTLE_LOGGING", "false", |c| c.log_level = Level::Warn),
         ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
             c.log_level = Level::Warn
