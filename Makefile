@@ -25,7 +25,9 @@ unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspat
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
-SIZE_BUDGET_KIB = 800
+# The budget is issue 14's goal, tini-static's 708,080 bytes (x86_64), not met yet:
+# BENCHMARKS.md says where the bytes go. aarch64 binaries are smaller.
+SIZE_BUDGET_BYTES = 708080
 SIZE_LIMIT_KIB = 900
 # Crates in `cargo tree -e normal` of the default build, tandem excluded. Raising it
 # needs a written reason (STYLE §7.5).
@@ -102,15 +104,15 @@ deps:
 	if [ -n "$$tls" ]; then echo "deps: FAILED: TLS crates in the default build: $$tls" >&2; exit 1; fi; \
 	if [ "$$n" -gt $(DEPS_MAX) ]; then echo "deps: FAILED: more than $(DEPS_MAX) crates" >&2; exit 1; fi
 
-## size: the stripped binary is within SIZE_LIMIT_KIB (warns above SIZE_BUDGET_KIB).
+## size: the stripped binary is within SIZE_LIMIT_KIB (warns above SIZE_BUDGET_BYTES).
 size: static
 	@bytes=$$(stat -c %s $(BIN)); \
 	kib=$$(awk -v b="$$bytes" 'BEGIN { printf "%.1f", b / 1024 }'); \
-	echo "size: $(BIN): $$bytes bytes ($$kib KiB); budget $(SIZE_BUDGET_KIB) KiB, limit $(SIZE_LIMIT_KIB) KiB"; \
+	echo "size: $(BIN): $$bytes bytes ($$kib KiB); budget $(SIZE_BUDGET_BYTES) bytes, limit $(SIZE_LIMIT_KIB) KiB"; \
 	if [ "$$bytes" -gt $$(( $(SIZE_LIMIT_KIB) * 1024 )) ]; then \
 		echo "size: FAILED: above the $(SIZE_LIMIT_KIB) KiB limit" >&2; exit 1; fi; \
-	if [ "$$bytes" -gt $$(( $(SIZE_BUDGET_KIB) * 1024 )) ]; then \
-		echo "size: warning: above the $(SIZE_BUDGET_KIB) KiB budget" >&2; fi
+	if [ "$$bytes" -gt $(SIZE_BUDGET_BYTES) ]; then \
+		echo "size: warning: $$(( bytes - $(SIZE_BUDGET_BYTES) )) bytes above the $(SIZE_BUDGET_BYTES)-byte budget" >&2; fi
 
 ## check-static: no program interpreter and no shared libraries, so the binary
 ## runs in `scratch`.

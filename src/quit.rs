@@ -16,6 +16,9 @@ use crate::procfs;
 
 /// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
 const ISTIO_ENVOY_ADMIN_PORT: u16 = 15000;
+/// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
+/// scan and a `kill`), at most a tenth of what is left.
+const FALLBACK_RESERVE: Duration = Duration::from_millis(20);
 /// pilot-agent's port, which does take `/quitquitquit`.
 const PILOT_AGENT_PORT: u16 = 15020;
 
@@ -163,8 +166,21 @@ fn stop_sidecar_by(
     // kilobytes): a failure line travels as a `Failure`'s text.
     let (done, finished) = mpsc::channel::<Answer>();
     let (shared, owned) = (agent.clone(), stop.clone());
+    // pilot-agent's SIGINT fallback follows a failed POST: the POST ends a little
+    // before the deadline, so the fallback still happens within it.
+    let post_deadline = match (stop, fallback, deadline) {
+        (
+            SidecarStop::PilotAgent(_),
+            PkillFallback::OnRefused | PkillFallback::OnAnyFailure,
+            Some(d),
+        ) => {
+            let left = d.saturating_duration_since(Instant::now());
+            Some(d - (left / 10).min(FALLBACK_RESERVE))
+        }
+        _ => deadline,
+    };
     let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-        let answer = match stop_sidecar(&shared, &owned, fallback, deadline) {
+        let answer = match stop_sidecar(&shared, &owned, fallback, post_deadline) {
             Some(line) => Err(http::Failure {
                 what: line,
                 no_connection: false,
@@ -307,11 +323,35 @@ impl<'a> Fanout<'a> {
 /// One quit request, logged; `Err` holds the failure line and whether no
 /// connection could be made.
 fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<(), (String, bool)> {
-    let result = request(agent, url, deadline);
+    let result = request_by(agent, url, deadline);
     let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
     match log_result(url, &result) {
         Some(failed) => Err((failed, no_connection)),
         None => Ok(()),
+    }
+}
+
+/// [`request`] on a thread of its own, waited for until `deadline` at most: ureq's
+/// own timeout can end tens of milliseconds late, and pilot-agent's fallback must
+/// still fit in the quit bound after it.
+fn request_by(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    let Some(until) = deadline else {
+        return request(agent, url, None);
+    };
+    let (done, answer) = mpsc::channel::<Answer>();
+    let (shared, owned) = (agent.clone(), url.to_owned());
+    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+        let _ = done.send((0, request(&shared, &owned, Some(until))));
+    });
+    if spawned.is_err() {
+        return request(agent, url, deadline);
+    }
+    match answer.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        Ok((_, result)) => result,
+        Err(_) => Err(http::Failure {
+            what: "no answer by the quit deadline".into(),
+            no_connection: false,
+        }),
     }
 }
 

@@ -117,7 +117,7 @@ impl Ignored {
     /// system call a signal, a third of tandem's start-up calls. Without `/proc`
     /// (a bare chroot) it falls back to asking.
     fn now() -> Ignored {
-        let from_proc = read_small("/proc/self/status").and_then(|status| sig_ign_mask(&status));
+        let from_proc = proc_sig_ign();
         Ignored(from_proc.unwrap_or_else(|| {
             relayed()
                 .into_iter()
@@ -131,23 +131,40 @@ impl Ignored {
     }
 }
 
-/// A small file read into one stack buffer: `read_to_string` grows its buffer
-/// from 32 bytes, a system call and an allocation each step. Longer than the
-/// buffer (a `/proc/PID/status` is about 1.5 KiB) counts as unreadable.
-fn read_small(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
+/// The `SigIgn:` mask of this process, read with plain `open`/`read` into one
+/// stack buffer: std's `fs` and `read_to_string` would cost a system call and an
+/// allocation per doubling of the buffer, and fault in tens of KiB of their code
+/// (peak RSS). A status longer than the buffer counts as unreadable.
+fn proc_sig_ign() -> Option<u64> {
     let mut buf = [0u8; 4096];
-    let mut len = 0;
-    while len < buf.len() {
-        match file.read(&mut buf[len..]) {
-            Ok(0) => return String::from_utf8(buf[..len].to_vec()).ok(),
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
+    // SAFETY: the path is a NUL-terminated literal; flags are plain integers.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/status".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
     }
-    None
+    let mut len = 0;
+    let complete = loop {
+        let Some(rest) = buf.get_mut(len..).filter(|r| !r.is_empty()) else {
+            break false;
+        };
+        // SAFETY: fd is open; rest is valid, writable memory of rest.len() bytes.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        match usize::try_from(n) {
+            Ok(0) => break true,
+            Ok(n) => len += n,
+            Err(_) if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    // SAFETY: fd was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    let text = std::str::from_utf8(buf.get(..len)?).ok()?;
+    complete.then(|| sig_ign_mask(text)).flatten()
 }
 
 /// Signal `sig`'s bit in the kernel's masks: bit 0 is signal 1.

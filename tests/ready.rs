@@ -268,7 +268,7 @@ fn app_starts_within_about_one_poll_max_of_readiness() {
         "polling did not start at once\n{}",
         out.dump_with(&[&fake])
     );
-    // The default cap is 90 ms; 600 ms allows for a loaded machine, while an
+    // The default cap is 80 ms; 600 ms allows for a loaded machine, while an
     // uncapped ×1.5 backoff from 10 ms waits 865 ms between polls by 2 s.
     let longest = requests
         .windows(2)
