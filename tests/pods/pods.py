@@ -33,7 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+try:
+    import yaml
+except ImportError:  # main() skips (or fails under CI=true) and says what to install
+    yaml = None
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -134,10 +137,11 @@ class Podman:
         proc = subprocess.run(
             ["podman", "logs", f"{pod}-{container}"],
             env=self.env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
         )
-        return proc.stdout + proc.stderr
+        return proc.stdout
 
     def cleanup(self):
         """Removes the Pods and images this run created (at once: no grace)."""
@@ -390,13 +394,14 @@ def wait_for(predicate, within, what):
 
 
 def check_completed(case, app_code, expect_in_log=()):
-    """The job container exited with the app's status; every sidecar exited 0."""
+    """The job container exited with the app's status after tandem saw the sidecars
+    ready; every sidecar exited 0."""
     states = case.state()
     state, code = states[case.job]
     log = case.log()
     if code != app_code:
         raise Failed(f"{case.key}: the job container exited {code}, not the app's {app_code}")
-    for line in ("app: ",) + tuple(expect_in_log):
+    for line in ("tandem: sidecars ready", "app: ") + tuple(expect_in_log):
         if line not in log:
             raise Failed(f"{case.key}: the job's log has no {line!r}")
     for sidecar in case.sidecars:
@@ -435,7 +440,12 @@ def cases(podman, work):
 
 
 def show_ps(podman, case):
-    """`podman ps` of one Pod, as a person would run it."""
+    """`podman pod ps` and `podman ps` of one Pod, as a person would run them."""
+    print(f"\n  $ podman pod ps --filter name={case.name}", file=sys.stderr)
+    out = podman("pod", "ps", "--filter", f"name={case.name}",
+                 "--format", "table {{.Name}}\t{{.Status}}")
+    for line in out.splitlines():
+        print(f"  {line}", file=sys.stderr)
     cmd = ["ps", "-a", "--filter", f"pod={case.name}",
            "--format", "table {{.Names}}\t{{.Status}}"]
     print(f"\n  $ podman ps -a --filter pod={case.name}", file=sys.stderr)
@@ -522,6 +532,8 @@ def main(argv):
         if not os.access(path, os.X_OK):
             say(f"{path}: not an executable (build it first: make pods does)")
             return 64
+    if yaml is None:
+        skip("no PyYAML for python3 (apt-get install python3-yaml)")
     if os.geteuid() != 0:
         skip("podman's Pods here need root (run as root, or in CI)")
     if shutil.which("podman") is None or shutil.which("runc") is None:
