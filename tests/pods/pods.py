@@ -58,6 +58,7 @@ IMAGES = {
     "registry.example.com/myjob-distroless:1.0": "job-distroless",
     "registry.example.com/tandem:0.1.0": "tandem",
     "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.3": "cloud-sql-proxy",
+    "envoyproxy/envoy:v1.40.0": "envoy",
 }
 
 # The app's names in the manifests, each an alias of bin/app.sh in the job images.
@@ -242,17 +243,25 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
         f"FROM {podman.image('fake')}\nUSER 65532\nENTRYPOINT [\"/cloud-sql-proxy\"]\n",
     )
 
-    # istio-proxy: the real Envoy with its glibc libraries and loader, busybox and
-    # the fake for the pilot-agent stand-in.
-    root = context("istio-proxy")
-    busybox_root(root, busybox)
+    # envoy: the real Envoy with its glibc libraries and loader, nothing else.
+    root = context("envoy")
     put(root, "/usr/local/bin/envoy", envoy)
     for lib in libraries(envoy):
         put(root, lib, lib.resolve())
+    podman.build("envoy", root, scratch + 'ENTRYPOINT ["/usr/local/bin/envoy"]\n')
+
+    # istio-proxy: that Envoy, its bootstrap, busybox and the fake for the
+    # pilot-agent stand-in.
+    root = context("istio-proxy")
+    busybox_root(root, busybox)
     put(root, "/etc/envoy/envoy.yaml", text=ENVOY_CONFIG, mode=0o644)
     put(root, "/fake_sidecar", fake)
     put(root, "/istio-proxy", HERE / "bin" / "istio-proxy.sh")
-    podman.build("istio-proxy", root, scratch + 'ENTRYPOINT ["/istio-proxy"]\n')
+    podman.build(
+        "istio-proxy",
+        root,
+        f"FROM {podman.image('envoy')}\nCOPY . /\nENTRYPOINT [\"/istio-proxy\"]\n",
+    )
 
 
 def pod_template(manifest):
@@ -416,8 +425,10 @@ def check_completed(case, app_code, expect_in_log=()):
 def cases(podman, work):
     """Every Pod of the test: (completing cases, control, signal case)."""
     done = [
-        Case(podman, work, "envoy", "istio-cronjob.yaml",
-             "waits on the real Envoy's :15000/ready, quits via :15020"),
+        Case(podman, work, "envoy", "envoy-job.yaml",
+             "--mesh envoy: the real Envoy alone, quit through its own admin"),
+        Case(podman, work, "istio-cronjob", "istio-cronjob.yaml",
+             "ENVOY_ADMIN_API: waits on the real Envoy's :15000/ready, quits via :15020"),
         Case(podman, work, "istio", "istio-job.yaml",
              "--mesh istio: pilot-agent stand-in on :15021/:15020 around the real Envoy"),
         Case(podman, work, "istio-cloudsql", "istio-cloudsql-job.yaml",
