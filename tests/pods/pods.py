@@ -406,7 +406,7 @@ def check_completed(case, app_code, expect_in_log=()):
     """The job container exited with the app's status after tandem saw the sidecars
     ready; every sidecar exited 0."""
     states = case.state()
-    state, code = states[case.job]
+    state, code = states.get(case.job, ("missing", None))
     log = case.log()
     if code != app_code:
         raise Failed(f"{case.key}: the job container exited {code}, not the app's {app_code}")
@@ -414,7 +414,7 @@ def check_completed(case, app_code, expect_in_log=()):
         if line not in log:
             raise Failed(f"{case.key}: the job's log has no {line!r}")
     for sidecar in case.sidecars:
-        state, code = states[sidecar]
+        state, code = states.get(sidecar, ("missing", None))
         if state != "exited" or code != 0:
             raise Failed(f"{case.key}: sidecar {sidecar} is {state}, exit {code}, not exited 0")
     started = [line for line in log.splitlines() if line.startswith("app: ")][0]
