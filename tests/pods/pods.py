@@ -508,7 +508,7 @@ def demo(podman, work):
     with_tandem = Case(podman, work, "with-tandem", "istio-job.yaml", "the Istio Job")
     job = control.pod["spec"]["containers"][0]
     print("\n1. examples/k8s/istio-job.yaml WITHOUT tandem: the job container runs\n"
-          f"   {job['command']} directly, next to istio-proxy (the real Envoy\n"
+          f"   `{' '.join(job['command'])}` directly, next to istio-proxy (the real Envoy\n"
           "   under a pilot-agent stand-in).", file=sys.stderr)
     control.play()
     wait_for(lambda: control.state()[control.job][0] == "exited", COMPLETE_WITHIN,
@@ -518,7 +518,7 @@ def demo(podman, work):
     print("\n   The job is done, but istio-proxy runs on: the Pod never completes\n"
           "   (a Job would stay Active until activeDeadlineSeconds).", file=sys.stderr)
     print("\n2. The same Pod WITH tandem, as the manifest is written:\n"
-          f"   {with_tandem.pod['spec']['containers'][0]['command']}", file=sys.stderr)
+          f"   `{' '.join(with_tandem.pod['spec']['containers'][0]['command'])}`", file=sys.stderr)
     with_tandem.play()
     wait_for(with_tandem.done, COMPLETE_WITHIN, "every container exited")
     show_ps(podman, with_tandem)
