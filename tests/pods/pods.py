@@ -436,7 +436,7 @@ def cases(podman, work):
         Case(podman, work, "linkerd", "linkerd-job.yaml", "--mesh linkerd (fake proxy)"),
         Case(podman, work, "distroless", "distroless-init-container.yaml",
              "--install-to in an init container, emptyDir, job image without tandem"),
-        Case(podman, work, "dapr", "dapr-job.yaml", "generic variables (fake daprd)"),
+        Case(podman, work, "dapr", "dapr-job.yaml", "the dapr preset (fake daprd)"),
         # Not vault-agent-job.yaml: with nothing to wait for, tandem runs a short
         # job at once and its quit can reach :8200 before the agent listens
         # (connection refused, the Pod stays up): a race in real Pods too, which
