@@ -9,6 +9,8 @@ mod fake;
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// Init-grade: the app's mask, SIGTTIN/SIGTTOU, faults sent with kill, real faults (SPEC §4).
+mod init;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
 mod lifecycle;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
