@@ -12,7 +12,7 @@ use crate::support::{
 use crate::tty::OnTty;
 use std::fs;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Signals a parent blocks before exec'ing tandem: relayed ones (USR1, PIPE,
 /// SEGV, an RT signal) and ones tandem never relays (CHLD, TTIN, TTOU).
@@ -308,5 +308,51 @@ fn every_exit_code_from_0_to_255_passes_through() {
         let script = format!("exit {code}");
         let out = run(tandem().args(["sh", "-c", &script]), RUN_TIMEOUT);
         assert_eq!(out.code, Some(code), "{}", out.dump());
+    }
+}
+
+#[test]
+fn a_sigpipe_from_tandems_own_broken_stderr_does_not_reach_the_app() {
+    let Some(python) = python() else { return };
+    let rec = Recorder::new("own-sigpipe");
+    let handled = [libc::SIGPIPE, libc::SIGUSR1];
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    // Nobody reads tandem's stderr: each debug line it writes raises SIGPIPE in it.
+    drop(reader);
+    let mut cmd = rec.command(&python, &[], false, &handled);
+    cmd.env("TANDEM_LOG", "debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(writer);
+    let mut tandem = Killed(cmd.spawn().expect("spawn tandem"));
+    rec.wait_ready("app");
+    let pid = i32::try_from(tandem.0.id()).expect("pid fits in i32");
+    for n in 1..=3 {
+        // "relayed signal 10" goes to the broken stderr after each.
+        kill(pid, libc::SIGUSR1);
+        rec.wait_log("app", n);
+    }
+    rec.stop("app", 4);
+    kill(pid, libc::SIGUSR1);
+    let mut status = None;
+    wait_until(RUN_TIMEOUT, || {
+        status = tandem.0.try_wait().ok().flatten();
+        status.is_some()
+    });
+    assert_eq!(status.and_then(|s| s.code()), Some(4), "{status:?}");
+    assert_eq!(
+        rec.log("app"),
+        [libc::SIGUSR1; 3],
+        "tandem's own SIGPIPE was relayed"
+    );
+}
+
+/// A child killed and reaped when dropped, so a failed assertion leaves no tandem.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
