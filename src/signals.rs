@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
@@ -96,29 +97,57 @@ pub struct Signals {
 }
 
 /// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
-/// SIGTTOU, which tandem ignores for itself, get back their inherited disposition.
-/// (The mask needs nothing: `register` empties tandem's, and the app inherits it.)
+/// SIGTTOU, which tandem ignores for itself, get back their inherited disposition;
+/// SIGCHLD and SIGPIPE, which tandem (or Rust's runtime) changed, are ignored again
+/// if the parent ignored them. (The mask needs nothing: `register` empties tandem's,
+/// and the app inherits it.)
 #[derive(Debug, Clone, Copy)]
 pub struct AppSignals {
     /// SIGTTIN's disposition as tandem found it.
     ttin: libc::sighandler_t,
     /// SIGTTOU's disposition as tandem found it.
     ttou: libc::sighandler_t,
+    /// The parent ignored SIGCHLD; tandem needs it at its default to wait.
+    chld_ignored: bool,
+    /// The parent ignored SIGPIPE; std resets it to its default in every child.
+    pipe_ignored: bool,
 }
 
 impl AppSignals {
-    /// In the app, between fork and exec: the job-control stops get back their
-    /// inherited disposition, and no signal stays blocked. Async-signal-safe.
+    /// In the app, between fork and exec (after std's own SIGPIPE reset): the
+    /// dispositions as tandem's parent left them, and no signal blocked.
+    /// Async-signal-safe.
     pub fn in_child(&self) -> io::Result<()> {
-        // SAFETY: restores a disposition `signal` returned earlier in this process.
-        let ttin = unsafe { libc::signal(libc::SIGTTIN, self.ttin) };
-        // SAFETY: as above.
-        let ttou = unsafe { libc::signal(libc::SIGTTOU, self.ttou) };
-        if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
-            return Err(io::Error::last_os_error());
+        let ignored_if = |yes: bool| if yes { libc::SIG_IGN } else { libc::SIG_DFL };
+        let restored = [
+            (libc::SIGTTIN, self.ttin),
+            (libc::SIGTTOU, self.ttou),
+            (libc::SIGCHLD, ignored_if(self.chld_ignored)),
+            (libc::SIGPIPE, ignored_if(self.pipe_ignored)),
+        ];
+        for (sig, disposition) in restored {
+            // SAFETY: SIG_IGN, SIG_DFL, or a disposition `signal` returned earlier in
+            // this process; no handler of tandem's survives the exec.
+            if unsafe { libc::signal(sig, disposition) } == libc::SIG_ERR {
+                return Err(io::Error::last_os_error());
+            }
         }
         set_mask_empty()
     }
+}
+
+/// Whether SIGPIPE was ignored when the process started: Rust's runtime ignores it
+/// before `main`, so only code that runs earlier can tell (see `SEE_SIGPIPE`).
+static PIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Run by the C runtime before `main` (and so before Rust's runtime changes
+/// SIGPIPE), as every `.init_array` entry is, with glibc and musl alike.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static SEE_SIGPIPE: extern "C" fn() = see_sigpipe;
+
+extern "C" fn see_sigpipe() {
+    PIPE_IGNORED_AT_START.store(is_ignored(libc::SIGPIPE), Ordering::Relaxed);
 }
 
 /// Installs the handlers. Call first in `main`, before any thread or child exists,
@@ -129,8 +158,9 @@ impl AppSignals {
 /// hands it to the app from the background). The signal mask is emptied: a signal
 /// tandem's parent blocked would never reach the relay, and the app inherits the
 /// mask. A signal the parent ignored stays ignored, so the app inherits it as with
-/// tini (`nohup tandem app` keeps the app immune to SIGHUP) — except SIGPIPE, which
-/// Rust's runtime ignores before `main` runs, so tandem cannot tell.
+/// tini (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its
+/// default in tandem, which must wait for its children, and is ignored again in
+/// the app.
 pub fn register() -> Result<Signals, Error> {
     let failed = |e| Error::Io("installing signal handlers", e);
     // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
@@ -140,11 +170,18 @@ pub fn register() -> Result<Signals, Error> {
     if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
         return Err(failed(io::Error::last_os_error()));
     }
+    let chld_ignored = is_ignored(libc::SIGCHLD);
+    if chld_ignored {
+        // Ignored, it would make the kernel reap the app before tandem reads its status.
+        set_default(libc::SIGCHLD);
+    }
+    let pipe_ignored = PIPE_IGNORED_AT_START.load(Ordering::Relaxed);
     set_mask_empty().map_err(failed)?;
     let (read, write) = self_pipe().map_err(failed)?;
-    let wanted = STANDARD
-        .into_iter()
-        .filter(|&s| s == libc::SIGPIPE || !is_ignored(s));
+    let wanted = STANDARD.into_iter().filter(|&s| match s {
+        libc::SIGPIPE => !pipe_ignored,
+        _ => !is_ignored(s),
+    });
     for sig in wanted {
         if sig == libc::SIGSEGV || sig == libc::SIGBUS {
             // std's stack-overflow handler would run first (the registry chains to
@@ -157,7 +194,12 @@ pub fn register() -> Result<Signals, Error> {
     Ok(Signals {
         read,
         write,
-        app: AppSignals { ttin, ttou },
+        app: AppSignals {
+            ttin,
+            ttou,
+            chld_ignored,
+            pipe_ignored,
+        },
     })
 }
 

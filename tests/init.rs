@@ -356,3 +356,44 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Makes `cmd` start with SIGPIPE and SIGCHLD ignored (a shell's `trap '' PIPE
+/// CHLD`, a supervisor that never waits).
+fn with_pipe_and_chld_ignored(cmd: &mut Command) -> &mut Command {
+    // SAFETY: the closure runs between fork and exec and calls only `signal`.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGPIPE, libc::SIGCHLD] {
+                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn sigpipe_and_sigchld_ignored_by_the_parent_stay_ignored_in_the_app() {
+    // Rust's runtime ignores SIGPIPE before tandem's `main`, and std resets it in
+    // every child; tandem ignored SIGCHLD would lose the app's status to the kernel.
+    let mut cmd = tandem();
+    let out = run(
+        with_pipe_and_chld_ignored(&mut cmd).args(["cat", "/proc/self/status"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let (_, ignored) = sigblk_sigign(&out.stdout_str()).expect("SigIgn");
+    let both = bit(libc::SIGPIPE) | bit(libc::SIGCHLD);
+    assert_eq!(ignored & both, both, "SigIgn {ignored:#x}\n{}", out.dump());
+}
+
+#[test]
+fn with_sigchld_ignored_by_the_parent_tandem_still_exits_with_the_apps_status() {
+    let mut cmd = tandem();
+    let out = run(
+        with_pipe_and_chld_ignored(&mut cmd).args(["sh", "-c", "exit 3"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+}
