@@ -273,8 +273,9 @@ fn on_signal(info: &libc::siginfo_t, write: RawFd) {
     // asked for it; the kernel uses positive codes for what it raises.
     let sent = info.si_code <= 0;
     // SAFETY: for those codes the kernel filled in the sender's pid.
+    let sender = sent.then(|| unsafe { info.si_pid() });
     // SAFETY: getpid takes nothing and returns a plain integer.
-    let own = sent && unsafe { info.si_pid() } == unsafe { libc::getpid() };
+    let own = sender == Some(unsafe { libc::getpid() });
     let fatal = FAULTS.contains(&sig) || sig == libc::SIGABRT;
     if fatal && (!sent || own) {
         die_of(sig);
