@@ -13,7 +13,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
@@ -74,13 +74,13 @@ const STANDARD: [i32; 26] = [
     libc::SIGSYS,
 ];
 
-/// The real-time signals, registered by the relay thread once it runs.
+/// The real-time signals, installed with one plain `sigaction` each (`add_realtime`).
 ///
-/// signal-hook copies its whole table on every registration, so registering all
-/// ~50 signals up front cost 4× the instructions of everything else tandem does
-/// to start (callgrind: 1.67 M against 0.40 M). Done on the relay thread, that work
-/// overlaps the readiness wait and the spawn. The price: a real-time signal sent in
-/// tandem's first moments gets its default action; nothing sends those to a Job.
+/// signal-hook-registry copies its whole table (and allocates it anew) on every
+/// registration: through it, these 30 signals cost ~150 system calls (mmap and
+/// munmap of each copy) and most of tandem's start-up CPU. The registry is there to
+/// chain handlers; nothing else in tandem handles a real-time signal, so they go to
+/// the same handler without it, and are in place before anything else runs.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     libc::SIGRTMIN()..=libc::SIGRTMAX()
 }
@@ -89,11 +89,6 @@ fn realtime() -> std::ops::RangeInclusive<i32> {
 pub struct Signals {
     /// The self-pipe's read end, for the relay thread.
     read: File,
-    /// The self-pipe's write end, for the handlers of the real-time signals. Never
-    /// closed: a handler may run at any moment of the process's life.
-    write: RawFd,
-    /// Real-time signals not ignored at start, for the relay thread to register.
-    later: Vec<i32>,
     /// What the app starts with.
     app: AppSignals,
 }
@@ -194,10 +189,12 @@ pub fn register() -> Result<Signals, Error> {
         }
         add_signal(sig, write).map_err(failed)?;
     }
+    REALTIME_WRITE.store(write, Ordering::Relaxed);
+    for sig in realtime().filter(|&s| !ignored.contains(s)) {
+        add_realtime(sig).map_err(failed)?;
+    }
     Ok(Signals {
         read,
-        write,
-        later: realtime().filter(|&s| !ignored.contains(s)).collect(),
         app: AppSignals {
             ttin,
             ttou,
@@ -353,6 +350,40 @@ fn add_signal(sig: i32, write: RawFd) -> io::Result<()> {
         .map(|_| ())
 }
 
+/// The self-pipe's write end for the real-time handler; set before it is
+/// installed, never closed: a handler may run at any moment of the process's life.
+static REALTIME_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// Installs `on_realtime` for `sig` with a plain `sigaction` (see [`realtime`]).
+fn add_realtime(sig: i32) -> io::Result<()> {
+    // SAFETY: sigaction is plain data; zeroed is a valid value (empty mask).
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_realtime as *const () as libc::sighandler_t;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    // SAFETY: `on_realtime` is async-signal-safe; action is valid; a null old
+    // action is allowed.
+    if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The real-time signals' handler: what `on_signal` does, with errno kept as the
+/// interrupted code left it (signal-hook-registry's own handler does the same).
+extern "C" fn on_realtime(_sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: __errno_location takes nothing and returns this thread's errno.
+    let place = unsafe { libc::__errno_location() };
+    // SAFETY: place points to this thread's errno, valid for the thread's life.
+    let errno = unsafe { *place };
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo for this delivery.
+    if let Some(info) = unsafe { info.as_ref() } {
+        on_signal(info, REALTIME_WRITE.load(Ordering::Relaxed));
+    }
+    // SAFETY: as above.
+    unsafe { *place = errno };
+}
+
 /// The handler, in whatever thread the signal lands: a signal another process sent
 /// goes down the pipe as one byte; a fault, or an abort of tandem's own, kills
 /// tandem as it would have without the handler; what tandem's own writes raise
@@ -425,22 +456,12 @@ impl Relay {
     pub fn start(signals: Signals, events: Sender) -> Result<Relay, Error> {
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
-        let Signals {
-            mut read,
-            write,
-            later,
-            app,
-        } = signals;
+        let Signals { mut read, app } = signals;
         // Detached: it lives as long as the process (see `main`).
         thread::Builder::new()
             .name("signal-relay".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                for sig in later {
-                    if let Err(e) = add_signal(sig, write) {
-                        log::debug!("cannot relay signal {sig}: {e}");
-                    }
-                }
                 let mut buf = [0u8; 64];
                 loop {
                     match read.read(&mut buf) {
