@@ -273,7 +273,7 @@ impl<'a> Fanout<'a> {
         for (i, url) in urls.iter().enumerate() {
             let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
             let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-                let _ = tx.send((i, request(&agent, &url, deadline)));
+                let _ = tx.send((i, request_until_listening(&agent, &url, deadline)));
             });
             match spawned {
                 Ok(_) => pending[i] = true,
@@ -352,6 +352,36 @@ fn request_by(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16
             what: "no answer by the quit deadline".into(),
             no_connection: false,
         }),
+    }
+}
+
+/// How long a refused generic endpoint is retried when the quit phase has no
+/// deadline (`QUIT_REQUEST_TIMEOUT=0`): as long as the default bound.
+const REFUSED_RETRY_WITHOUT_DEADLINE: Duration = Duration::from_secs(5);
+/// The first pause before retrying a refused connection; it doubles up to the cap.
+const REFUSED_RETRY_FIRST: Duration = Duration::from_millis(20);
+const REFUSED_RETRY_CAP: Duration = Duration::from_millis(200);
+
+/// [`request`], retrying while no connection can be made, until `deadline`. A
+/// sidecar without a readiness check (Vault Agent: nothing to wait for) starts
+/// beside the app; a short job can end before it listens, and a quit lost to
+/// that would keep the Pod up for good. A sidecar that never listens costs the
+/// quit phase its bound, then fails as before.
+fn request_until_listening(
+    agent: &Agent,
+    url: &str,
+    deadline: Option<Instant>,
+) -> Result<u16, http::Failure> {
+    let until = deadline.unwrap_or_else(|| Instant::now() + REFUSED_RETRY_WITHOUT_DEADLINE);
+    let mut pause = REFUSED_RETRY_FIRST;
+    loop {
+        let result = request(agent, url, deadline);
+        let refused = result.as_ref().is_err_and(|f| f.no_connection);
+        if !refused || until.saturating_duration_since(Instant::now()) <= pause {
+            return result;
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(REFUSED_RETRY_CAP);
     }
 }
 
