@@ -145,9 +145,13 @@ fn mode_name(mode: &Mode) -> &'static str {
     }
 }
 
-/// The `--version` line.
+/// The `--version` line: the version and the commit built from (build.rs).
 pub(crate) fn version() -> String {
-    format!("tandem {}\n", env!("CARGO_PKG_VERSION"))
+    format!(
+        "tandem {} (commit {})\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("TANDEM_COMMIT")
+    )
 }
 
 /// The `--help` text: every option beside its environment variable.
