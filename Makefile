@@ -21,6 +21,12 @@ ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
 
+# Linters for the CI files (lint-ci), pinned in .ci/lint/requirements.txt.
+LINT_VENV = target/lint
+LINT_BIN = $(LINT_VENV)/bin
+WORKFLOWS = $(wildcard .github/workflows/*.yml)
+DOCKERFILES = Dockerfile.distroless
+
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
 SIZE_BUDGET_KIB = 800
@@ -34,7 +40,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy arm64 tls clean
+	fake-sidecar envoy arm64 tls clean lint-ci lint-tools package
 
 all: build
 
@@ -54,11 +60,36 @@ demo:
 
 ## test: everything CI checks. The static checks run on the x86_64 binary, then
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
-test: lint unit test-musl deps static size check-static smoke arm64 tls
+test: lint lint-ci unit test-musl deps static size check-static smoke arm64 tls package
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+
+## lint-ci: the workflows against GitHub's schema, zizmor's security audit of them
+## (offline), and hadolint on the Dockerfile, all with no findings allowed.
+lint-ci: lint-tools
+	$(LINT_BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	$(LINT_BIN)/zizmor --offline --no-progress $(WORKFLOWS)
+	$(LINT_BIN)/hadolint $(DOCKERFILES)
+
+## lint-tools: the linters in a venv under target/, from .ci/lint/requirements.txt:
+## exact versions of everything, each file checked against its sha256 (pip
+## --require-hashes), so every machine lints with the same bytes. Redone when the
+## requirements change.
+lint-tools: $(LINT_VENV)/installed
+
+$(LINT_VENV)/installed: .ci/lint/requirements.txt
+	rm -rf $(LINT_VENV)
+	python3 -m venv $(LINT_VENV)
+	$(LINT_BIN)/pip install --quiet --disable-pip-version-check --require-hashes \
+		--no-deps --only-binary=:all: -r .ci/lint/requirements.txt
+	touch $@
+
+## package: `cargo package` builds the crate as crates.io would get it (a dirty tree
+## is allowed so this runs before a commit; the packaged crate then says -dirty).
+package:
+	$(CARGO) package --locked --allow-dirty
 
 unit:
 	$(CARGO) test --locked
