@@ -31,8 +31,8 @@ DOCKERFILES = Dockerfile.distroless
 # growth shows up as a warning long before it breaks the build.
 SIZE_BUDGET_KIB = 800
 SIZE_LIMIT_KIB = 900
-# Crates in `cargo tree -e normal` of the default build, tandem (tandem-sidecar) excluded. Raising it
-# needs a written reason (STYLE §7.5).
+# Crates in `cargo tree -e normal` of the default build, tandem itself (the package
+# tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
 DEPS_MAX = 15
 
 # rustup-target: install a rustup target when it is missing (CI starts without musl).
