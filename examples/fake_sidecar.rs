@@ -1,5 +1,6 @@
-//! A runnable fake sidecar admin server for `make demo` and benchmarks: the same
-//! fake the integration tests use, driven from the command line.
+//! A runnable fake sidecar admin server for `make demo` and scripts: the
+//! `fake-sidecar` crate the integration tests and the bench use, driven from the
+//! command line.
 //!
 //! ```text
 //! fake_sidecar [--addr 127.0.0.1:0] [--flavor envoy|old-envoy|pilot-agent|linkerd|generic]
@@ -13,10 +14,7 @@
 //! lines and one `<mono_ns> READY` line (`CLOCK_MONOTONIC` nanoseconds, comparable
 //! with other processes' timestamps).
 
-#[path = "../tests/support/fake_admin.rs"]
-mod fake_admin;
-
-use fake_admin::{FakeAdmin, Fault, Flavor, Script};
+use fake_sidecar::{FakeAdmin, Fault, Flavor, Script};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

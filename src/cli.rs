@@ -1,196 +1,137 @@
-//! Command-line parsing: one lexopt loop turns the arguments into a raw `Cli`,
-//! flags as given. Values are validated later, in `config`, beside the variables.
+//! Command-line parsing: one lexopt loop, driven by the `options` table, turns the
+//! arguments into a raw `Cli`: the options as given, and the task they ask for.
+//! Values are validated later, in `config`, beside the variables.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::options::{self, Kind, Spec, TaskFlag};
 
-/// What tandem was asked to do.
+/// What tandem does once it is configured (SPEC §1).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// Wait, run COMMAND with ARGS, quit, exit with its status.
     Run(OsString, Vec<OsString>),
     /// Wait for the sidecars, then exit; never send quits.
     WaitOnly,
     /// Send the quit requests now, then exit 0.
     QuitOnly,
-    /// Copy this binary to DIR/tandem.
-    InstallTo(PathBuf),
+}
+
+/// What tandem does instead of reading any configuration.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
     /// Print usage to stdout.
     Help,
     /// Print the version to stdout.
     Version,
+    /// Copy this binary to DIR/tandem.
+    InstallTo(PathBuf),
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Task {
+    /// Configure, then run in this mode.
+    Mode(Mode),
+    /// Act at once; the other options are not even validated.
+    Act(Action),
+    /// Neither a COMMAND nor a task option was given.
+    Missing,
 }
 
 /// The command line as given: option values are still raw strings.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Cli {
-    /// `--admin URL`
-    pub admin: Option<OsString>,
-    /// `--no-wait`
-    pub no_wait: bool,
-    /// `--wait-timeout DUR`
-    pub wait_timeout: Option<OsString>,
-    /// `--fail-timeout DUR`
-    pub fail_timeout: Option<OsString>,
-    /// `--istio-quit URL`
-    pub istio_quit: Option<OsString>,
-    /// `--envoy-quit URL`
-    pub envoy_quit: Option<OsString>,
-    /// `--quit URL`, repeatable.
-    pub quit: Vec<OsString>,
-    /// `--generic-quit-only`
-    pub generic_quit_only: bool,
-    /// `--quit-timeout DUR`
-    pub quit_timeout: Option<OsString>,
-    /// `--never-quit`
-    pub never_quit: bool,
-    /// `--keep-on-failure`
-    pub keep_on_failure: bool,
-    /// `--log LEVEL`
-    pub log: Option<OsString>,
-    /// `--log-format text|json`
-    pub log_format: Option<OsString>,
-    /// `--ready URL`, repeatable.
-    pub ready: Vec<OsString>,
-    /// `--mesh NAME[,NAME]`, repeatable.
-    pub mesh: Vec<OsString>,
-    /// `--poll-max DUR`
-    pub poll_max: Option<OsString>,
-    /// `--forward-to child|group`
-    pub forward_to: Option<OsString>,
-    /// The mode; `None` when neither a COMMAND nor a mode flag was given.
-    pub mode: Option<Mode>,
+#[derive(Debug, PartialEq, Eq)]
+pub struct Cli {
+    /// Each option as given, in order, by its table name; flags have no value.
+    given: Vec<(&'static str, Option<OsString>)>,
+    /// What to do.
+    pub task: Task,
+}
+
+impl Cli {
+    /// Whether the flag `spec` was given.
+    pub fn flag(&self, spec: &Spec) -> bool {
+        self.given.iter().any(|(name, _)| *name == spec.name)
+    }
+
+    /// The value of `spec` given last, if any.
+    pub fn value(&self, spec: &Spec) -> Option<&OsString> {
+        self.values(spec).last()
+    }
+
+    /// Every value given for `spec`, in order.
+    pub fn values(&self, spec: &Spec) -> impl Iterator<Item = &OsString> {
+        let wanted = spec.name;
+        self.given
+            .iter()
+            .filter(move |(name, _)| *name == wanted)
+            .filter_map(|(_, value)| value.as_ref())
+    }
 }
 
 /// Parses the arguments after the program name (SPEC §1).
-pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
     parse_lexopt(lexopt::Parser::from_args(args)).map_err(|e| Error::Usage(e.to_string()))
 }
 
 fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
     use lexopt::prelude::*;
-    let mut cli = Cli::default();
-    let mut mode_flag: Option<Mode> = None;
+    let mut given = Vec::new();
+    // The task option given so far, by name: only one is allowed.
+    let mut chosen: Option<(&'static str, Task)> = None;
     while let Some(arg) = parser.next()? {
-        match arg {
-            Long("admin") => cli.admin = Some(parser.value()?),
-            Long("no-wait") => cli.no_wait = true,
-            Long("wait-timeout") => cli.wait_timeout = Some(parser.value()?),
-            Long("fail-timeout") => cli.fail_timeout = Some(parser.value()?),
-            Long("istio-quit") => cli.istio_quit = Some(parser.value()?),
-            Long("envoy-quit") => cli.envoy_quit = Some(parser.value()?),
-            Long("quit") => cli.quit.push(parser.value()?),
-            Long("generic-quit-only") => cli.generic_quit_only = true,
-            Long("quit-timeout") => cli.quit_timeout = Some(parser.value()?),
-            Long("never-quit") => cli.never_quit = true,
-            Long("keep-on-failure") => cli.keep_on_failure = true,
-            Long("log") => cli.log = Some(parser.value()?),
-            Long("log-format") => cli.log_format = Some(parser.value()?),
-            Long("ready") => cli.ready.push(parser.value()?),
-            Long("mesh") => cli.mesh.push(parser.value()?),
-            Long("poll-max") => cli.poll_max = Some(parser.value()?),
-            Long("forward-to") => cli.forward_to = Some(parser.value()?),
-            Long("wait-only") => set_mode(&mut mode_flag, Mode::WaitOnly, "--wait-only")?,
-            Long("quit-only") => set_mode(&mut mode_flag, Mode::QuitOnly, "--quit-only")?,
-            Long("install-to") => {
-                let dir = PathBuf::from(parser.value()?);
-                set_mode(&mut mode_flag, Mode::InstallTo(dir), "--install-to")?
-            }
-            Short('h') | Long("help") => return Ok(only(cli, Mode::Help)),
-            Short('V') | Long("version") => return Ok(only(cli, Mode::Version)),
-            Value(command) => {
+        let spec = match &arg {
+            Long(name) => options::find_long(name),
+            Short(letter) => options::find_short(*letter),
+            Value(_) => None,
+        };
+        match (arg, spec) {
+            (Value(command), _) => {
                 // The first free argument starts COMMAND; the rest belongs to it untouched.
                 let args: Vec<OsString> = parser.raw_args()?.collect();
-                if let Some(mode) = mode_flag {
-                    return Err(format!(
-                        "{} takes no COMMAND, got {:?}",
-                        mode_name(&mode),
-                        command.to_string_lossy()
-                    )
-                    .into());
+                if let Some((name, _)) = chosen {
+                    let command = command.to_string_lossy();
+                    return Err(format!("{name} takes no COMMAND, got {command:?}").into());
                 }
-                cli.mode = Some(Mode::Run(command, args));
-                return Ok(cli);
+                let task = Task::Mode(Mode::Run(command, args));
+                return Ok(Cli { given, task });
             }
-            _ => return Err(arg.unexpected()),
+            (_, Some(spec)) => match spec.kind {
+                Kind::Flag => given.push((spec.name, None)),
+                Kind::Value | Kind::Repeated => given.push((spec.name, Some(parser.value()?))),
+                Kind::Task(flag) => match task(flag, &mut parser)? {
+                    // Help and version win over everything, even what follows.
+                    task @ Task::Act(Action::Help | Action::Version) => {
+                        return Ok(Cli { given, task });
+                    }
+                    task => {
+                        if let Some((previous, _)) = chosen {
+                            let name = spec.name;
+                            return Err(format!("{name} cannot be combined with {previous}").into());
+                        }
+                        chosen = Some((spec.name, task));
+                    }
+                },
+            },
+            (arg, None) => return Err(arg.unexpected()),
         }
     }
-    cli.mode = mode_flag;
-    Ok(cli)
+    let task = chosen.map_or(Task::Missing, |(_, task)| task);
+    Ok(Cli { given, task })
 }
 
-fn only(mut cli: Cli, mode: Mode) -> Cli {
-    cli.mode = Some(mode);
-    cli
+/// The task a task option asks for, taking its value where it has one.
+fn task(flag: TaskFlag, parser: &mut lexopt::Parser) -> Result<Task, lexopt::Error> {
+    Ok(match flag {
+        TaskFlag::WaitOnly => Task::Mode(Mode::WaitOnly),
+        TaskFlag::QuitOnly => Task::Mode(Mode::QuitOnly),
+        TaskFlag::InstallTo => Task::Act(Action::InstallTo(PathBuf::from(parser.value()?))),
+        TaskFlag::Help => Task::Act(Action::Help),
+        TaskFlag::Version => Task::Act(Action::Version),
+    })
 }
-
-fn set_mode(slot: &mut Option<Mode>, mode: Mode, name: &str) -> Result<(), lexopt::Error> {
-    if let Some(previous) = slot {
-        return Err(format!("{name} cannot be combined with {}", mode_name(previous)).into());
-    }
-    *slot = Some(mode);
-    Ok(())
-}
-
-fn mode_name(mode: &Mode) -> &'static str {
-    match mode {
-        Mode::WaitOnly => "--wait-only",
-        Mode::QuitOnly => "--quit-only",
-        Mode::InstallTo(_) => "--install-to",
-        Mode::Help => "--help",
-        Mode::Version => "--version",
-        Mode::Run(..) => "COMMAND",
-    }
-}
-
-/// The `--version` line: the version and the commit built from (build.rs).
-pub(crate) fn version() -> String {
-    format!(
-        "tandem {} (commit {})\n",
-        env!("CARGO_PKG_VERSION"),
-        env!("TANDEM_COMMIT")
-    )
-}
-
-/// The `--help` text: every option beside its environment variable.
-pub(crate) const HELP: &str = "\
-tandem: wait for the sidecars, run COMMAND, quit the sidecars, exit with COMMAND's status
-
-Usage:
-  tandem [OPTIONS] [--] COMMAND [ARGS...]
-  tandem [OPTIONS] --wait-only      wait for the sidecars, then exit
-  tandem [OPTIONS] --quit-only      send the quit requests now, then exit 0
-  tandem --install-to DIR           copy this binary to DIR/tandem
-  tandem --help | --version
-
-Options (environment variable in brackets; an option overrides its variable):
-  --admin URL           Envoy admin URL; wait for it, stop it if local [ENVOY_ADMIN_API]
-  --no-wait             do not wait for readiness [START_WITHOUT_ENVOY=true]
-  --wait-timeout DUR    stop waiting after DUR and start anyway [WAIT_FOR_ENVOY_TIMEOUT]
-  --fail-timeout DUR    stop waiting after DUR and exit 69 [QUIT_WITHOUT_ENVOY_TIMEOUT]
-  --istio-quit URL      pilot-agent URL; POST URL/quitquitquit [ISTIO_QUIT_API]
-  --envoy-quit URL      full URL to POST to stop plain Envoy [ENVOY_KILL_API]
-  --quit URL            POST URL at the end; repeatable [GENERIC_QUIT_ENDPOINTS, comma-separated]
-  --generic-quit-only   only POST the --quit URLs, never stop Istio/Envoy [GENERIC_QUIT_ONLY=true]
-  --quit-timeout DUR    bound on the whole quit phase, default 5s [QUIT_REQUEST_TIMEOUT]
-  --never-quit          never stop Istio/Envoy [NEVER_KILL_ISTIO=true, NEVER_KILL_ENVOY=true]
-  --keep-on-failure     stop nothing after a failed run [NEVER_KILL_ISTIO_ON_FAILURE=true]
-                        (ALWAYS_KILL_ENVOY=true is accepted; stopping after failure is the default)
-  --log LEVEL           off, error, warn, info (default), debug; or true/false
-                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]
-  --log-format FORMAT   text (default) or json [TANDEM_LOG_FORMAT]
-  --ready URL           also wait for URL to answer 2xx; repeatable [TANDEM_READY_URLS, comma-separated]
-  --mesh NAME[,NAME]    presets: istio, envoy, linkerd, cloudsql [TANDEM_MESH]
-  --poll-max DUR        longest interval between readiness polls, default 250ms [TANDEM_POLL_MAX]
-  --forward-to WHOM     relay signals to the child (default) or its process group [TANDEM_FORWARD_TO]
-
-Durations: 300ms, 1.5s, 2m30s, 1h (Go syntax); 0 means no timeout.
-Booleans: true/false, 1/0, yes/no.
-Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
-69 not ready within --fail-timeout; 126 not executable; 127 not found; 73 install failed.
-";
 
 #[cfg(test)]
 mod tests {
@@ -201,8 +142,8 @@ mod tests {
     }
 
     fn run_mode(cli: &Cli) -> (String, Vec<String>) {
-        match &cli.mode {
-            Some(Mode::Run(cmd, args)) => (
+        match &cli.task {
+            Task::Mode(Mode::Run(cmd, args)) => (
                 cmd.to_string_lossy().into_owned(),
                 args.iter()
                     .map(|a| a.to_string_lossy().into_owned())
@@ -215,7 +156,7 @@ mod tests {
     #[test]
     fn first_free_argument_starts_the_command_and_keeps_its_flags() {
         let cli = parse_str("--admin http://x python -m app --verbose --admin y").unwrap();
-        assert_eq!(cli.admin, Some("http://x".into()));
+        assert_eq!(cli.value(&options::ADMIN), Some(&"http://x".into()));
         let (cmd, args) = run_mode(&cli);
         assert_eq!(cmd, "python");
         assert_eq!(args, ["-m", "app", "--verbose", "--admin", "y"]);
@@ -224,7 +165,7 @@ mod tests {
     #[test]
     fn double_dash_ends_options() {
         let cli = parse_str("--no-wait -- --weird-command -x").unwrap();
-        assert!(cli.no_wait);
+        assert!(cli.flag(&options::NO_WAIT));
         let (cmd, args) = run_mode(&cli);
         assert_eq!(cmd, "--weird-command");
         assert_eq!(args, ["-x"]);
@@ -236,32 +177,32 @@ mod tests {
             "--quit=http://a --quit http://b --ready http://r --mesh istio --mesh linkerd true",
         )
         .unwrap();
-        assert_eq!(
-            cli.quit,
-            vec![OsString::from("http://a"), "http://b".into()]
-        );
-        assert_eq!(cli.ready, vec![OsString::from("http://r")]);
-        assert_eq!(cli.mesh.len(), 2);
+        let quit: Vec<_> = cli.values(&options::QUIT).collect();
+        assert_eq!(quit, ["http://a", "http://b"]);
+        let ready: Vec<_> = cli.values(&options::READY).collect();
+        assert_eq!(ready, ["http://r"]);
+        assert_eq!(cli.values(&options::MESH).count(), 2);
+        assert!(!cli.flag(&options::NO_WAIT));
+        assert_eq!(cli.value(&options::ADMIN), None);
     }
 
     #[test]
-    fn no_command_and_no_mode_leaves_mode_empty() {
-        assert_eq!(parse_str("--admin http://x").unwrap().mode, None);
+    fn no_command_and_no_task_leaves_the_task_missing() {
+        assert_eq!(parse_str("--admin http://x").unwrap().task, Task::Missing);
     }
 
     #[test]
-    fn mode_flags() {
-        assert_eq!(parse_str("--wait-only").unwrap().mode, Some(Mode::WaitOnly));
-        assert_eq!(parse_str("--quit-only").unwrap().mode, Some(Mode::QuitOnly));
+    fn task_options() {
+        let task = |args| parse_str(args).unwrap().task;
+        assert_eq!(task("--wait-only"), Task::Mode(Mode::WaitOnly));
+        assert_eq!(task("--quit-only"), Task::Mode(Mode::QuitOnly));
         assert_eq!(
-            parse_str("--install-to /x").unwrap().mode,
-            Some(Mode::InstallTo("/x".into()))
+            task("--install-to /x"),
+            Task::Act(Action::InstallTo("/x".into()))
         );
-        assert_eq!(
-            parse_str("--admin x --help").unwrap().mode,
-            Some(Mode::Help)
-        );
-        assert_eq!(parse_str("-V").unwrap().mode, Some(Mode::Version));
+        assert_eq!(task("--admin x --help"), Task::Act(Action::Help));
+        assert_eq!(task("--wait-only -h --bogus"), Task::Act(Action::Help));
+        assert_eq!(task("-V"), Task::Act(Action::Version));
     }
 
     #[test]
@@ -269,42 +210,18 @@ mod tests {
         for (args, needle) in [
             ("--bogus true", "--bogus"),
             ("--admin", "--admin"),
-            ("--wait-only --quit-only", "--quit-only"),
-            ("--wait-only true", "--wait-only"),
+            (
+                "--wait-only --quit-only",
+                "--quit-only cannot be combined with --wait-only",
+            ),
+            ("--install-to", "--install-to"),
+            ("--wait-only true", "--wait-only takes no COMMAND"),
             ("-x", "-x"),
         ] {
             match parse_str(args) {
                 Err(Error::Usage(msg)) => assert!(msg.contains(needle), "{args}: {msg}"),
                 other => panic!("{args}: expected a usage error, got {other:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn help_names_every_option() {
-        for option in [
-            "--admin",
-            "--no-wait",
-            "--wait-timeout",
-            "--fail-timeout",
-            "--istio-quit",
-            "--envoy-quit",
-            "--quit ",
-            "--generic-quit-only",
-            "--quit-timeout",
-            "--never-quit",
-            "--keep-on-failure",
-            "--log ",
-            "--log-format",
-            "--ready",
-            "--mesh",
-            "--poll-max",
-            "--forward-to",
-            "--wait-only",
-            "--quit-only",
-            "--install-to",
-        ] {
-            assert!(HELP.contains(option), "help lacks {option}");
         }
     }
 }

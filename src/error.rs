@@ -5,21 +5,21 @@ use std::fmt;
 use std::io;
 
 /// Bad usage or configuration (sysexits `EX_USAGE`).
-pub(crate) const EX_USAGE: u8 = 64;
+pub const EX_USAGE: u8 = 64;
 /// The sidecar was not ready within `--fail-timeout` (sysexits `EX_UNAVAILABLE`).
-pub(crate) const EX_UNAVAILABLE: u8 = 69;
+pub const EX_UNAVAILABLE: u8 = 69;
 /// `--install-to` could not write its copy (sysexits `EX_CANTCREAT`).
-pub(crate) const EX_CANTCREAT: u8 = 73;
+pub const EX_CANTCREAT: u8 = 73;
 /// COMMAND was found but could not be executed (shell convention).
-pub(crate) const NOT_EXECUTABLE: u8 = 126;
+pub const NOT_EXECUTABLE: u8 = 126;
 /// COMMAND was not found (shell convention).
-pub(crate) const NOT_FOUND: u8 = 127;
+pub const NOT_FOUND: u8 = 127;
 /// Any other failure of tandem itself.
-pub(crate) const EX_SOFTWARE: u8 = 70;
+pub const EX_SOFTWARE: u8 = 70;
 
 /// A failure of tandem itself; the app's own exit status is never an `Error`.
 #[derive(Debug)]
-pub(crate) enum Error {
+pub enum Error {
     /// Bad invocation or configuration value; the message names it.
     Usage(String),
     /// COMMAND is not in `PATH` or does not exist.
@@ -34,7 +34,7 @@ pub(crate) enum Error {
 
 impl Error {
     /// The exit status this failure ends tandem with.
-    pub(crate) fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => EX_USAGE,
             Error::NotFound(_) => NOT_FOUND,

@@ -10,13 +10,13 @@ use ureq::unversioned::transport::DefaultConnector;
 use crate::resolve::LocalFirst;
 
 /// Per-request timeout of readiness polls (SPEC §3).
-pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
+pub const POLL_TIMEOUT: Duration = Duration::from_secs(1);
 /// Largest body tandem reads (`/server_info`); the rest is never read.
 const BODY_LIMIT: u64 = 64 * 1024;
 
 /// Why a request got no status code.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Failure {
+pub struct Failure {
     /// Short lowercase description for the log ("connection refused", "timed out").
     pub what: String,
     /// The TCP connection could not be made at all (SPEC §5.2 pilot-agent fallback).
@@ -27,7 +27,7 @@ pub(crate) struct Failure {
 /// the sidecar is on loopback and a Pod's `HTTP_PROXY` must not reroute it.
 /// Names go through [`LocalFirst`] so `localhost` works in an image without
 /// `/etc/hosts`.
-pub(crate) fn agent() -> Agent {
+pub fn agent() -> Agent {
     let config = Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -44,13 +44,13 @@ pub(crate) fn agent() -> Agent {
 }
 
 /// `GET url`: the status code, without reading the body.
-pub(crate) fn get_status(agent: &Agent, url: &str) -> Result<u16, Failure> {
+pub fn get_status(agent: &Agent, url: &str) -> Result<u16, Failure> {
     let response = agent.get(url).call().map_err(|e| describe(&e))?;
     Ok(response.status().as_u16())
 }
 
 /// `GET url`: the status code and at most 64 KiB of body as text.
-pub(crate) fn get_text(agent: &Agent, url: &str) -> Result<(u16, String), Failure> {
+pub fn get_text(agent: &Agent, url: &str) -> Result<(u16, String), Failure> {
     let mut response = agent.get(url).call().map_err(|e| describe(&e))?;
     let status = response.status().as_u16();
     let body = response
@@ -63,11 +63,7 @@ pub(crate) fn get_text(agent: &Agent, url: &str) -> Result<(u16, String), Failur
 }
 
 /// `POST url` with an empty body, bounded by `timeout` (`None`: unbounded).
-pub(crate) fn post_empty(
-    agent: &Agent,
-    url: &str,
-    timeout: Option<Duration>,
-) -> Result<u16, Failure> {
+pub fn post_empty(agent: &Agent, url: &str, timeout: Option<Duration>) -> Result<u16, Failure> {
     let response = agent
         .post(url)
         .config()

@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::error::Error;
 
 /// Copies the running executable to `dir/tandem`, mode 0755.
-pub(crate) fn install_to(dir: &Path) -> Result<(), Error> {
+pub fn install_to(dir: &Path) -> Result<(), Error> {
     let dest = dir.join("tandem");
     let temp = dir.join(format!(".tandem.{}.tmp", std::process::id()));
     let fail = |what: &str, e: io::Error| Error::Install(format!("{what} {}", dest.display()), e);

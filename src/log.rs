@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Log verbosity, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Level {
+pub enum Level {
     /// Nothing at all.
     Off,
     /// Errors only.
@@ -23,7 +23,7 @@ pub(crate) enum Level {
 
 /// Shape of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
     /// `2026-01-02T03:04:05.678Z tandem: message`
     Text,
     /// One JSON object per line with `ts`, `level`, `msg` and fields.
@@ -32,7 +32,7 @@ pub(crate) enum Format {
 
 /// A structured value attached to a log line (shown in JSON mode).
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Field<'a> {
+pub enum Field<'a> {
     /// A string value.
     Str(&'a str),
     /// An integer value.
@@ -43,7 +43,7 @@ pub(crate) enum Field<'a> {
 ///
 /// SPEC §2: `SCUTTLE_LOGGING=false` silences progress but still shows errors and
 /// warnings, so false-ish values (`false`, `0`, `no`) mean warn, not off.
-pub(crate) fn parse_level(s: &str) -> Result<Level, &'static str> {
+pub fn parse_level(s: &str) -> Result<Level, &'static str> {
     let word = s.trim();
     let is = |name: &str| word.eq_ignore_ascii_case(name);
     if is("off") {
@@ -66,7 +66,7 @@ pub(crate) fn parse_level(s: &str) -> Result<Level, &'static str> {
 }
 
 /// Parses a format: `text` or `json`.
-pub(crate) fn parse_format(s: &str) -> Result<Format, &'static str> {
+pub fn parse_format(s: &str) -> Result<Format, &'static str> {
     let word = s.trim();
     if word.eq_ignore_ascii_case("text") {
         Ok(Format::Text)
@@ -83,13 +83,13 @@ static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 static FORMAT: AtomicU8 = AtomicU8::new(Format::Text as u8);
 
 /// Sets the process-wide level and format. Until called: info, text.
-pub(crate) fn init(level: Level, format: Format) {
+pub fn init(level: Level, format: Format) {
     LEVEL.store(level as u8, Ordering::Relaxed);
     FORMAT.store(format as u8, Ordering::Relaxed);
 }
 
 /// True when lines at `level` are written.
-pub(crate) fn enabled(level: Level) -> bool {
+pub fn enabled(level: Level) -> bool {
     level != Level::Off && level as u8 <= LEVEL.load(Ordering::Relaxed)
 }
 
@@ -107,7 +107,7 @@ fn current_format() -> Format {
 /// The line goes out in a single `write_all` so that lines from the relay thread
 /// and the main thread never interleave. A failed write is ignored: stderr may be
 /// closed, and logging must not be what kills the app's exit status.
-pub(crate) fn event(level: Level, msg: fmt::Arguments<'_>, fields: &[(&str, Field<'_>)]) {
+pub fn event(level: Level, msg: fmt::Arguments<'_>, fields: &[(&str, Field<'_>)]) {
     if !enabled(level) {
         return;
     }
@@ -253,7 +253,7 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
 
 /// Gregorian leap year rule: every 4th year, except centuries not divisible by 400.
 fn is_leap_year(year: u64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 /// Logs an error line: `error!("could not {}", what)`.
@@ -276,7 +276,7 @@ macro_rules! debug {
 pub(crate) use {debug, error, info, warning};
 
 /// A duration for humans: `850ms`, `1.2s`, `2m5.0s`.
-pub(crate) fn human(d: std::time::Duration) -> String {
+pub fn human(d: std::time::Duration) -> String {
     // Integer arithmetic only: float formatting costs ~10 KiB of the size budget.
     let ms = d.as_millis();
     let tenths = ms % 1000 / 100;

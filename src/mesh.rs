@@ -2,7 +2,7 @@
 
 /// How a preset's endpoints join the configuration (SPEC §2, "Lists").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
     /// The Istio sidecar: ready URL, and the pilot-agent base as the Istio quit.
     Istio,
     /// Plain Envoy: the admin URL (readiness and the Envoy quit follow from it).
@@ -13,7 +13,7 @@ pub(crate) enum Role {
 
 /// One preset of SPEC §6.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Preset {
+pub struct Preset {
     /// Name used by `--mesh` / `TANDEM_MESH`.
     pub name: &'static str,
     /// How its URLs are used.
@@ -25,7 +25,7 @@ pub(crate) struct Preset {
 }
 
 /// Every preset, in the order of SPEC §6.
-pub(crate) const PRESETS: &[Preset] = &[
+pub const PRESETS: &[Preset] = &[
     Preset {
         name: "istio",
         role: Role::Istio,
@@ -53,7 +53,7 @@ pub(crate) const PRESETS: &[Preset] = &[
 ];
 
 /// Looks a preset up by name, ignoring ASCII case.
-pub(crate) fn find(name: &str) -> Option<&'static Preset> {
+pub fn find(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
 }
 

@@ -14,7 +14,7 @@ const PILOT_AGENT: &str = "pilot-agent";
 /// another container's tree, not to this Pod's sidecar: it is skipped when its
 /// namespace can be read and differs. An unreadable namespace (a sidecar running
 /// as another user) counts as shared, since that is the case SPEC §5.2 is for.
-pub(crate) fn find_pilot_agents() -> Vec<i32> {
+pub fn find_pilot_agents() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -44,7 +44,7 @@ fn in_namespace(pid: u32, mine: Option<&PathBuf>) -> bool {
 }
 
 /// Sends SIGINT to `pid` (pilot-agent's graceful stop).
-pub(crate) fn interrupt(pid: i32) -> std::io::Result<()> {
+pub fn interrupt(pid: i32) -> std::io::Result<()> {
     // SAFETY: kill takes plain integers; the pid was just read from /proc.
     if unsafe { libc::kill(pid, libc::SIGINT) } == 0 {
         Ok(())

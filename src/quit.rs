@@ -11,6 +11,7 @@ use ureq::Agent;
 use crate::config::QuitConfig;
 use crate::http;
 use crate::log::{self, Field};
+use crate::outcome::Outcome;
 use crate::procfs;
 
 /// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
@@ -20,19 +21,20 @@ const PILOT_AGENT_PORT: u16 = 15020;
 
 /// How Istio/Envoy gets stopped (SPEC §5.2, first match wins).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SidecarStop {
+enum SidecarStop {
     /// POST to pilot-agent (`ISTIO_QUIT_API`, the istio preset, or 15000 → 15020);
     /// if it cannot connect, SIGINT a visible pilot-agent.
     PilotAgent(String),
     /// POST `ENVOY_KILL_API` as given.
     EnvoyKill(String),
-    /// SIGINT a visible pilot-agent, else POST this admin `/quitquitquit`.
-    EnvoyAdmin(String),
+    /// SIGINT a visible pilot-agent (Istio with its admin on another port), else
+    /// POST this plain Envoy admin's `/quitquitquit`.
+    SignalElseAdmin(String),
 }
 
 /// What the quit phase will do.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Plan {
+struct QuitPlan {
     /// Generic endpoints, POSTed concurrently first.
     pub generic: Vec<String>,
     /// Istio/Envoy, stopped after them.
@@ -41,18 +43,33 @@ pub(crate) struct Plan {
     pub kept: Option<&'static str>,
 }
 
+/// The quit phase (SPEC §5): stops what `q` says after a run that ended as
+/// `outcome`; any non-zero exit status counts as a failure.
+pub fn after(q: &QuitConfig, outcome: &Outcome) {
+    send(&plan(q, outcome.status() != 0), q.timeout);
+}
+
+/// Settings that are valid but have no effect in this combination (as in scuttle).
+pub fn warn_about_ignored(q: &QuitConfig) {
+    if !q.envoy_configured && (q.istio_quit.is_some() || q.envoy_quit.is_some()) {
+        log::warning!(
+            "ISTIO_QUIT_API/ENVOY_KILL_API take effect only with ENVOY_ADMIN_API or --mesh istio|envoy"
+        );
+    }
+}
+
 /// Decides what to stop after the app ended, failed or not (SPEC §5.1).
-pub(crate) fn plan(q: &QuitConfig, app_failed: bool) -> Plan {
+fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
     if app_failed && q.keep_on_failure {
-        return Plan {
+        return QuitPlan {
             kept: Some("the app failed and NEVER_KILL_ISTIO_ON_FAILURE is set: stopping nothing"),
-            ..Plan::default()
+            ..QuitPlan::default()
         };
     }
     let generic = q.generic.iter().map(|u| u.raw.clone()).collect();
     // Without an admin URL only the istio preset can enable this, and its URL is loopback.
     let local = q.admin.as_ref().is_none_or(|a| a.is_local());
-    let (sidecar, kept) = if !q.has_mesh {
+    let (sidecar, kept) = if !q.envoy_configured {
         (None, None)
     } else if q.never_quit {
         (
@@ -82,14 +99,14 @@ pub(crate) fn plan(q: &QuitConfig, app_failed: bool) -> Plan {
             (Some(SidecarStop::PilotAgent(pilot)), None)
         } else {
             (
-                Some(SidecarStop::EnvoyAdmin(admin.join("/quitquitquit"))),
+                Some(SidecarStop::SignalElseAdmin(admin.join("/quitquitquit"))),
                 None,
             )
         }
     } else {
         (None, None)
     };
-    Plan {
+    QuitPlan {
         generic,
         sidecar,
         kept,
@@ -102,7 +119,7 @@ pub(crate) fn plan(q: &QuitConfig, app_failed: bool) -> Plan {
 /// Istio/Envoy is stopped: one hanging endpoint must not use up the time the
 /// sidecar's own quit needs, or the Pod would never complete. Their answers are
 /// still collected until the deadline.
-pub(crate) fn send(plan: &Plan, timeout: Option<Duration>) {
+fn send(plan: &QuitPlan, timeout: Option<Duration>) {
     if let Some(why) = plan.kept {
         log::info!("{why}");
     }
@@ -125,13 +142,13 @@ fn stop_sidecar(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
             let _ = post_one(agent, url, deadline);
         }
         SidecarStop::PilotAgent(url) => {
-            if let Err(failure) = post_one(agent, url, deadline) {
-                if failure.no_connection {
-                    interrupt_pilot_agents();
-                }
+            if let Err(failure) = post_one(agent, url, deadline)
+                && failure.no_connection
+            {
+                interrupt_pilot_agents();
             }
         }
-        SidecarStop::EnvoyAdmin(url) => {
+        SidecarStop::SignalElseAdmin(url) => {
             if !interrupt_pilot_agents() {
                 let _ = post_one(agent, url, deadline);
             }
@@ -289,8 +306,8 @@ mod tests {
         Some(SidecarStop::EnvoyKill(url.to_string()))
     }
 
-    fn envoy_admin(url: &str) -> Option<SidecarStop> {
-        Some(SidecarStop::EnvoyAdmin(url.to_string()))
+    fn signal_else_admin(url: &str) -> Option<SidecarStop> {
+        Some(SidecarStop::SignalElseAdmin(url.to_string()))
     }
 
     #[test]
@@ -474,22 +491,22 @@ mod tests {
             (
                 "--admin http://127.0.0.1:9901",
                 &[],
-                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+                signal_else_admin("http://127.0.0.1:9901/quitquitquit"),
             ),
             (
                 "--admin http://127.0.0.1:9901/",
                 &[],
-                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+                signal_else_admin("http://127.0.0.1:9901/quitquitquit"),
             ),
             (
                 "--mesh envoy",
                 &[],
-                envoy_admin("http://127.0.0.1:9901/quitquitquit"),
+                signal_else_admin("http://127.0.0.1:9901/quitquitquit"),
             ),
             (
                 "--admin http://[::1]:9901",
                 &[],
-                envoy_admin("http://[::1]:9901/quitquitquit"),
+                signal_else_admin("http://[::1]:9901/quitquitquit"),
             ),
         ];
         for (args, env, expected) in cases {
@@ -511,7 +528,7 @@ mod tests {
     fn istio_quit_without_an_admin_url_counts_as_local() {
         let q = QuitConfig {
             istio_quit: Some(HttpUrl::parse("http://127.0.0.1:15020").unwrap()),
-            has_mesh: true,
+            envoy_configured: true,
             ..QuitConfig::default()
         };
         assert_eq!(

@@ -1,23 +1,25 @@
-//! Waiting for readiness (SPEC §3): a poller thread checks every sidecar with a
-//! capped backoff while the main thread waits for the first of "ready", a
-//! terminating signal or a timeout.
+//! Waiting for readiness (SPEC §3): whether to wait at all, then a poller thread
+//! that checks every sidecar with a capped backoff while the main thread waits
+//! for the first of "ready", a terminating signal or a timeout.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use crate::config::{Check, Config};
+use crate::config::{Check, ReadyConfig};
+use crate::event::{Channel, Event, Events, Sender};
 use crate::http;
 use crate::log::{self, Field};
-use crate::signals::{Event, TERMINATING};
+use crate::outcome::Outcome;
+use crate::signals::TERMINATING;
 
 /// How the wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Readiness {
+enum WaitEnd {
     /// Every check passed.
     Ready,
     /// `--wait-timeout` elapsed: start the app anyway.
@@ -34,13 +36,44 @@ const FIRST_INTERVAL: Duration = Duration::from_millis(10);
 const FIRST_PROGRESS: Duration = Duration::from_secs(2);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-/// Waits until every check in `cfg` passes (SPEC §3). `events` carries signals from
-/// the relay; `sender` is its other end, lent to the poller.
-pub(crate) fn wait_until_ready(
-    cfg: &Config,
-    events: &Receiver<Event>,
-    sender: &Sender<Event>,
-) -> Readiness {
+/// Waits for the sidecars as `cfg` says (SPEC §3): `Ok` when the app (or the
+/// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
+/// logged here. `app_follows` only words the `--fail-timeout` line.
+///
+/// `channel` carries signals from the relay; its sender is lent to the poller.
+pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(), Outcome> {
+    if cfg.checks.is_empty() {
+        return Ok(());
+    }
+    if !cfg.wait {
+        log::info!("--no-wait/START_WITHOUT_ENVOY: not waiting for the sidecars");
+        return Ok(());
+    }
+    match wait_until_ready(cfg, &channel.events, &channel.sender) {
+        WaitEnd::Ready => Ok(()),
+        WaitEnd::TimedOut => {
+            log::warning!(
+                "sidecars not ready within --wait-timeout/WAIT_FOR_ENVOY_TIMEOUT: starting the app anyway"
+            );
+            Ok(())
+        }
+        WaitEnd::Failed => {
+            let then = if app_follows {
+                ": not starting the app"
+            } else {
+                ""
+            };
+            log::error!(
+                "sidecars not ready within --fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT{then}"
+            );
+            Err(Outcome::NotReady)
+        }
+        WaitEnd::Interrupted(sig) => Err(Outcome::Interrupted(sig)),
+    }
+}
+
+/// Polls until every check passes or the wait is cut short.
+fn wait_until_ready(cfg: &ReadyConfig, events: &Events, sender: &Sender) -> WaitEnd {
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
@@ -58,14 +91,14 @@ pub(crate) fn wait_until_ready(
         Ok(p) => p,
         Err(e) => {
             log::error!("cannot start the readiness poller: {e}");
-            return Readiness::Failed;
+            return WaitEnd::Failed;
         }
     };
     // QUIT_WITHOUT_ENVOY_TIMEOUT takes precedence over WAIT_FOR_ENVOY_TIMEOUT (SPEC §2).
     let (limit, on_limit) = match (cfg.fail_timeout, cfg.wait_timeout) {
-        (Some(d), _) => (Some(d), Readiness::Failed),
-        (None, Some(d)) => (Some(d), Readiness::TimedOut),
-        (None, None) => (None, Readiness::Ready),
+        (Some(d), _) => (Some(d), WaitEnd::Failed),
+        (None, Some(d)) => (Some(d), WaitEnd::TimedOut),
+        (None, None) => (None, WaitEnd::Ready),
     };
     let outcome = loop {
         let event = match limit {
@@ -73,21 +106,21 @@ pub(crate) fn wait_until_ready(
             None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match event {
-            Ok(Event::Ready) => break Readiness::Ready,
+            Ok(Event::Ready) => break WaitEnd::Ready,
             Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => {
                 log::info!("signal {sig} while waiting for the sidecars: giving up");
-                break Readiness::Interrupted(sig);
+                break WaitEnd::Interrupted(sig);
             }
             Ok(Event::Signal(sig)) => log::debug!("ignoring signal {sig}: the app has not started"),
             Err(RecvTimeoutError::Timeout) => break on_limit,
             // Cannot happen while the caller holds `sender`; if it did, nothing could
             // ever report "ready", so this is a failed wait, not an endless one.
-            Err(RecvTimeoutError::Disconnected) => break Readiness::Failed,
+            Err(RecvTimeoutError::Disconnected) => break WaitEnd::Failed,
         }
     };
     stop.store(true, Ordering::Relaxed);
     poller.thread().unpark();
-    if matches!(outcome, Readiness::Ready | Readiness::TimedOut) {
+    if matches!(outcome, WaitEnd::Ready | WaitEnd::TimedOut) {
         // The app must start beside the relay thread only (SPEC §4). After Ready the
         // poller has already returned; after a timeout it may finish one request (≤ 1 s).
         let _ = poller.join();
@@ -108,7 +141,7 @@ fn poll_until_ready(
     checks: Vec<Check>,
     poll_max: Duration,
     stop: &AtomicBool,
-    sender: &Sender<Event>,
+    sender: &Sender,
     start: Instant,
 ) {
     let agent = http::agent();
@@ -131,24 +164,7 @@ fn poll_until_ready(
             poll(&agent, probe);
         }
         if probes.iter().all(|p| p.ready) {
-            let waited = start.elapsed();
-            log::event(
-                log::Level::Info,
-                format_args!(
-                    "sidecars ready after {} ({polls} polls)",
-                    log::human(waited)
-                ),
-                &[
-                    (
-                        "waited_ms",
-                        Field::Int(i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)),
-                    ),
-                    (
-                        "polls",
-                        Field::Int(i64::try_from(polls).unwrap_or(i64::MAX)),
-                    ),
-                ],
-            );
+            log_ready(start.elapsed(), polls);
             let _ = sender.send(Event::Ready);
             return;
         }
@@ -164,6 +180,22 @@ fn poll_until_ready(
         thread::park_timeout(interval);
         interval = (interval * 3 / 2).min(poll_max);
     }
+}
+
+/// The "ready" line, with how long it took.
+fn log_ready(waited: Duration, polls: u64) {
+    let int = |n: u128| Field::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    log::event(
+        log::Level::Info,
+        format_args!(
+            "sidecars ready after {} ({polls} polls)",
+            log::human(waited)
+        ),
+        &[
+            ("waited_ms", int(waited.as_millis())),
+            ("polls", int(u128::from(polls))),
+        ],
+    );
 }
 
 fn describe(probes: &[Probe], with_answers: bool) -> String {

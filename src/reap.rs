@@ -4,38 +4,39 @@
 
 use std::io;
 
-use crate::child::ChildEnd;
 use crate::error::Error;
 use crate::log;
+use crate::outcome::Outcome;
 use crate::signals::Relay;
+use crate::terminal::JobControl;
 
 /// Registers tandem as a child subreaper unless it is PID 1 (which reaps anyway),
 /// so orphans of the app are re-parented here and reaped promptly.
-pub(crate) fn become_subreaper() {
-    // SAFETY: getpid and prctl(PR_SET_CHILD_SUBREAPER, 1) take plain integers.
-    unsafe {
-        if libc::getpid() == 1 {
-            return;
-        }
-        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
-            let err = io::Error::last_os_error();
-            log::warning!(
-                "could not become a child subreaper ({err}): orphans of the app go to init"
-            );
-        }
+pub fn become_subreaper() {
+    // SAFETY: getpid takes nothing and returns a plain integer.
+    if unsafe { libc::getpid() } == 1 {
+        return;
+    }
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        let err = io::Error::last_os_error();
+        log::warning!("could not become a child subreaper ({err}): orphans of the app go to init");
     }
 }
 
 /// Blocks until the app (`pid`) ends, reaping every other child that exits
-/// meanwhile. With `job_control`, a terminal stop of the app stops tandem too, so
-/// the shell gets its prompt back. No timers: the thread sleeps in `waitid`.
-pub(crate) fn wait_for(
+/// meanwhile. With `job`, a terminal stop of the app stops tandem too, so the
+/// shell gets its prompt back. No timers: the thread sleeps in `waitid`.
+///
+/// Against pid reuse: the app's exit is only peeked at (`WNOWAIT`) until the relay
+/// has let go of its pid (`Relay::app_gone`); only then is it reaped.
+pub fn wait_for(
     pid: libc::pid_t,
     relay: &Relay,
-    job_control: bool,
-) -> Result<ChildEnd, Error> {
+    job: Option<JobControl>,
+) -> Result<Outcome, Error> {
     let mut flags = libc::WEXITED | libc::WNOWAIT;
-    if job_control {
+    if job.is_some() {
         flags |= libc::WSTOPPED;
     }
     loop {
@@ -50,46 +51,25 @@ pub(crate) fn wait_for(
             }
             return Err(Error::Io("waiting for the app", err));
         }
-        // SAFETY: waitid filled info for a child event, so the pid and status fields are set.
-        let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+        // SAFETY: waitid filled info for a child event, so the pid field is set.
+        let who = unsafe { info.si_pid() };
+        // SAFETY: as above, for the status field.
+        let status = unsafe { info.si_status() };
         if info.si_code == libc::CLD_STOPPED || info.si_code == libc::CLD_TRAPPED {
             consume_stop(who);
-            if who == pid && is_terminal_stop(status) {
-                pass_on_stop(pid, status);
+            if let Some(job) = job.filter(|_| who == pid) {
+                job.pass_on_stop(pid, status);
             }
             continue;
         }
         if who == pid {
-            relay.child_gone();
+            relay.app_gone();
             let status = reap(pid)?;
             reap_orphans();
-            return Ok(ChildEnd::from_wait_status(status));
+            return Ok(Outcome::from_wait_status(status));
         }
         let _ = reap(who);
     }
-}
-
-/// The app stopped on its terminal (Ctrl-Z, or reading it from the background):
-/// tandem stops too, so the shell that started it gets its prompt back and `fg`
-/// resumes both. As PID 1 (`docker run -it`) there is no such shell, and the kernel
-/// would not stop PID 1 anyway: the app's group is resumed instead of hanging.
-fn pass_on_stop(pid: libc::pid_t, sig: i32) {
-    // SAFETY: getpid and kill take and return plain integers.
-    unsafe {
-        if libc::getpid() == 1 {
-            log::warning!(
-                "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
-            );
-            libc::kill(-pid, libc::SIGCONT);
-        } else {
-            log::debug!("the app was stopped by signal {sig}; stopping too");
-            libc::kill(libc::getpid(), libc::SIGSTOP);
-        }
-    }
-}
-
-fn is_terminal_stop(sig: i32) -> bool {
-    matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
 }
 
 fn consume_stop(who: libc::pid_t) {
@@ -113,7 +93,7 @@ fn reap(who: libc::pid_t) -> Result<i32, Error> {
 }
 
 /// Collects every zombie already waiting, without blocking.
-pub(crate) fn reap_orphans() {
+pub fn reap_orphans() {
     let mut status = 0;
     // SAFETY: status is a valid out-pointer; WNOHANG never blocks.
     while unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } > 0 {}

@@ -22,13 +22,13 @@ const LOCALHOST: [IpAddr; 2] = [
 
 /// Answers IP literals and `localhost` itself; asks `system` about any other name.
 #[derive(Debug, Default)]
-pub(crate) struct LocalFirst<R = DefaultResolver> {
+pub struct LocalFirst<R = DefaultResolver> {
     system: R,
 }
 
 impl LocalFirst {
     /// Falls back to ureq's resolver (`getaddrinfo`, with the request's timeout).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 }

@@ -3,31 +3,24 @@
 //! them once it is gone, so a reaped pid is never signalled (SPEC §3, §4).
 
 use std::io;
-use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
 use signal_hook::iterator::Signals;
 
+use crate::error::Error;
+use crate::event::{Event, Events, Sender};
 use crate::log;
-
-/// Something the main thread waits for before the app starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// tandem received this signal.
-    Signal(i32),
-    /// Every readiness check passed.
-    Ready,
-}
+use crate::terminal::JobControl;
 
 /// Signals that end the wait for readiness (SPEC §3).
-pub(crate) const TERMINATING: [i32; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+pub const TERMINATING: [i32; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
 
 /// Every signal tandem relays: all catchable ones except SIGCHLD (it only means
 /// "reap"), the synchronous faults (a handler that returns would re-run the fault),
 /// SIGPIPE (tandem's own broken stderr must not reach the app) and SIGTTIN/SIGTTOU
 /// (ignored so tandem never stops on the terminal it handed to the app).
-pub(crate) fn relayed() -> Vec<i32> {
+pub fn relayed() -> Vec<i32> {
     let mut set = STANDARD.to_vec();
     set.extend(realtime());
     set
@@ -67,7 +60,7 @@ fn realtime() -> std::ops::RangeInclusive<i32> {
 }
 
 /// Where a signal goes right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 enum Target {
     /// No app yet: tell the main thread.
     Waiting,
@@ -77,15 +70,15 @@ enum Target {
         pid: libc::pid_t,
         /// Relay to the whole process group.
         group: bool,
-        /// stdin is tandem's terminal: on SIGCONT, pass the foreground on to the app.
-        tty: bool,
+        /// tandem does job control: on SIGCONT, pass the foreground on to the app.
+        job: Option<JobControl>,
     },
     /// The app has been reaped: relaying could hit a reused pid.
     Done,
 }
 
 /// The running relay thread and the state it relays by.
-pub(crate) struct Relay {
+pub struct Relay {
     target: Arc<Mutex<Target>>,
 }
 
@@ -95,10 +88,11 @@ pub(crate) struct Relay {
 /// A signal tandem's parent ignored stays ignored, so the app inherits it as with
 /// tini (`nohup tandem app` keeps the app immune to SIGHUP); a signal it blocked is
 /// unblocked, or it would never reach the relay (STYLE §7.6).
-pub(crate) fn register() -> io::Result<Signals> {
+pub fn register() -> Result<Signals, Error> {
+    let failed = |e| Error::Io("installing signal handlers", e);
     let wanted: Vec<i32> = relayed().into_iter().filter(|&s| !is_ignored(s)).collect();
-    unblock(&wanted)?;
-    Signals::new(wanted.into_iter().filter(|s| STANDARD.contains(s)))
+    unblock(&wanted).map_err(failed)?;
+    Signals::new(wanted.into_iter().filter(|s| STANDARD.contains(s))).map_err(failed)
 }
 
 /// Whether `sig`'s disposition is SIG_IGN right now.
@@ -114,12 +108,11 @@ fn is_ignored(sig: i32) -> bool {
 fn unblock(sigs: &[i32]) -> io::Result<()> {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid, writable sigset_t; the numbers come from `relayed()`.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        for &sig in sigs {
-            libc::sigaddset(&mut set, sig);
-        }
+    // SAFETY: set is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &sig in sigs {
+        // SAFETY: set is initialised; the numbers come from `relayed()`.
+        unsafe { libc::sigaddset(&mut set, sig) };
     }
     // SAFETY: set is initialised; a null old mask is allowed.
     match unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } {
@@ -129,8 +122,8 @@ fn unblock(sigs: &[i32]) -> io::Result<()> {
 }
 
 impl Relay {
-    /// Starts the relay thread; until `run_child`, signals go to `events`.
-    pub(crate) fn start(mut signals: Signals, events: Sender<Event>) -> io::Result<Relay> {
+    /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
+    pub fn start(mut signals: Signals, events: Sender) -> Result<Relay, Error> {
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
         // Detached: it lives as long as the process (see `main`).
@@ -146,7 +139,8 @@ impl Relay {
                 for sig in signals.forever() {
                     relay_one(&lock(&shared), sig, &events);
                 }
-            })?;
+            })
+            .map_err(|e| Error::Io("starting the signal relay", e))?;
         Ok(Relay { target })
     }
 
@@ -155,26 +149,26 @@ impl Relay {
     ///
     /// Signals that reached `pending` after the wait ended (between "ready" and the
     /// spawn) are relayed to the app too, so a SIGTERM in that gap is not lost.
-    pub(crate) fn run_child<E>(
+    pub fn spawn_then_relay<E>(
         &self,
         group: bool,
-        tty: bool,
-        pending: &Receiver<Event>,
+        job: Option<JobControl>,
+        pending: &Events,
         spawn: impl FnOnce() -> Result<libc::pid_t, E>,
     ) -> Result<libc::pid_t, E> {
         let mut target = lock(&self.target);
         let pid = spawn()?;
-        *target = Target::Running { pid, group, tty };
+        *target = Target::Running { pid, group, job };
         for event in pending.try_iter() {
             if let Event::Signal(sig) = event {
-                deliver(pid, group, tty, sig);
+                deliver(pid, group, job, sig);
             }
         }
         Ok(pid)
     }
 
     /// Stops relaying; call before the app's pid is reaped.
-    pub(crate) fn child_gone(&self) {
+    pub fn app_gone(&self) {
         *lock(&self.target) = Target::Done;
     }
 }
@@ -184,24 +178,21 @@ fn lock(target: &Mutex<Target>) -> MutexGuard<'_, Target> {
     target.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn relay_one(target: &Target, sig: i32, events: &Sender<Event>) {
+fn relay_one(target: &Target, sig: i32, events: &Sender) {
     match *target {
         Target::Waiting => {
             let _ = events.send(Event::Signal(sig));
         }
-        Target::Running { pid, group, tty } => deliver(pid, group, tty, sig),
+        Target::Running { pid, group, job } => deliver(pid, group, job, sig),
         Target::Done => {}
     }
 }
 
 /// Sends `sig` to the running app (or its group). Call with the relay state locked:
 /// Target::Done is set under that lock before the main thread reaps `pid`.
-fn deliver(pid: libc::pid_t, group: bool, tty: bool, sig: i32) {
-    if sig == libc::SIGCONT && tty && crate::child::owns_terminal() {
-        // `fg` gave tandem the terminal (after a Ctrl-Z, or after starting in the
-        // background): the app gets it. A `bg` leaves it where it is.
-        // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
-        unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, pid) };
+fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
+    if let Some(job) = job.filter(|_| sig == libc::SIGCONT) {
+        job.on_continue(pid);
     }
     let dest = if group { -pid } else { pid };
     // SAFETY: kill takes plain integers; the pid is not reaped yet (see above).

@@ -6,7 +6,33 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
+// Only the schemes this build accepts: naming https:// in a build without TLS
+// would send the user to a value that is refused next.
+#[cfg(feature = "rustls")]
 const EXPECTED_URL: &str = "an http:// or https:// URL with a host and a port from 1 to 65535";
+#[cfg(not(feature = "rustls"))]
+const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
+
+/// The value the user most likely meant, when a rejected `value` is one obvious
+/// step from a valid one: a bare number given as a duration (`30` for `30s`, as
+/// scuttle's users write seconds), or a URL without its scheme
+/// (`127.0.0.1:15000`). `expected` is what the parser answered.
+pub fn likely_fix(value: &str, expected: &str) -> Option<String> {
+    let candidate = if expected == EXPECTED_DURATION {
+        let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        number.then(|| format!("{value}s"))?
+    } else if expected == EXPECTED_URL && !value.contains("://") {
+        format!("http://{value}")
+    } else {
+        return None;
+    };
+    let valid = if expected == EXPECTED_DURATION {
+        parse_duration(&candidate).is_ok()
+    } else {
+        HttpUrl::parse(&candidate).is_ok()
+    };
+    valid.then_some(candidate)
+}
 
 /// Go's `time.Duration` is an `i64` of nanoseconds; values it cannot hold are
 /// rejected here too, so a setting means the same thing under scuttle and tandem.
@@ -21,7 +47,7 @@ const MAX_FRACTION_SCALE: u64 = 10_u64.pow(18);
 /// SPEC §2: negative durations are errors. Any leading `-` is refused, even in
 /// `-0`, so that the rule needs no exception. Surrounding blanks are refused, as
 /// Go refuses them. A fraction finer than a nanosecond is truncated, as in Go.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, &'static str> {
+pub fn parse_duration(s: &str) -> Result<Duration, &'static str> {
     let body = s.strip_prefix('+').unwrap_or(s);
     if body == "0" {
         return Ok(Duration::ZERO);
@@ -101,7 +127,7 @@ fn duration_unit_nanos(unit: &str) -> Option<u64> {
 /// Parses `true`/`false`, `1`/`0`, `yes`/`no` in any case.
 ///
 /// Surrounding blanks are ignored: YAML manifests make them easy to add by accident.
-pub(crate) fn parse_bool(s: &str) -> Result<bool, &'static str> {
+pub fn parse_bool(s: &str) -> Result<bool, &'static str> {
     let s = s.trim();
     let is = |word: &str| s.eq_ignore_ascii_case(word);
     if is("true") || is("1") || is("yes") {
@@ -115,7 +141,7 @@ pub(crate) fn parse_bool(s: &str) -> Result<bool, &'static str> {
 
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scheme {
+pub enum Scheme {
     /// `http://`
     Http,
     /// `https://`
@@ -134,7 +160,7 @@ impl Scheme {
 
 /// A validated `http://` or `https://` URL of a sidecar endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HttpUrl {
+pub struct HttpUrl {
     /// Scheme of the URL.
     pub scheme: Scheme,
     /// Host as written, IPv6 literals keep their brackets (`[::1]`).
@@ -151,7 +177,7 @@ impl HttpUrl {
     /// SPEC §2: a bad URL is refused before anything is contacted. The host is a
     /// DNS-style name (ASCII letters, digits, `-`, `.`, `_`, `~`), an IPv4 address,
     /// or a bracketed IPv6 literal; an optional `user:password@` is allowed.
-    pub(crate) fn parse(s: &str) -> Result<HttpUrl, &'static str> {
+    pub fn parse(s: &str) -> Result<HttpUrl, &'static str> {
         if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(EXPECTED_URL);
         }
@@ -186,7 +212,7 @@ impl HttpUrl {
     ///
     /// SPEC §2, §5: only a local sidecar is stopped, so anything doubtful counts as
     /// remote: `127.1` and octets with leading zeros are not read as loopback.
-    pub(crate) fn is_local(&self) -> bool {
+    pub fn is_local(&self) -> bool {
         let host = self.host.as_str();
         if host.eq_ignore_ascii_case("localhost") || host.eq_ignore_ascii_case("localhost.") {
             return true;
@@ -203,7 +229,7 @@ impl HttpUrl {
     ///
     /// Admin base URLs carry no query string; if one does, `path` simply lands
     /// after it, which keeps this a plain string operation.
-    pub(crate) fn join(&self, path: &str) -> String {
+    pub fn join(&self, path: &str) -> String {
         let base = self.raw.trim_end_matches('/');
         let path = path.strip_prefix('/').unwrap_or(path);
         format!("{base}/{path}")
@@ -212,12 +238,12 @@ impl HttpUrl {
     /// `scheme://host:port` of this URL with another port (used for 15000 → 15020).
     ///
     /// Userinfo and path are dropped: the other port is another server.
-    pub(crate) fn with_port(&self, port: u16) -> String {
+    pub fn with_port(&self, port: u16) -> String {
         format!("{}://{}:{}", self.scheme.as_str(), self.host, port)
     }
 
     /// The URL without any `user:password@` part, for logs.
-    pub(crate) fn redacted(&self) -> String {
+    pub fn redacted(&self) -> String {
         redact(&self.raw)
     }
 }
@@ -261,7 +287,7 @@ fn parse_port(p: &str) -> Option<u16> {
 ///
 /// SPEC §8. Only the authority is touched (after `scheme://`, or from the start
 /// when there is no scheme), so an `@` in the path or query stays as it is.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let start = match url.find("://") {
         Some(i) if is_scheme(&url[..i]) => i + 3,
         _ => 0,
@@ -282,7 +308,7 @@ fn is_scheme(s: &str) -> bool {
 }
 
 /// Splits a comma-separated list, trimming blanks and dropping empty items.
-pub(crate) fn split_list(s: &str) -> Vec<&str> {
+pub fn split_list(s: &str) -> Vec<&str> {
     s.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -292,6 +318,24 @@ pub(crate) fn split_list(s: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn likely_fix_only_where_the_fix_is_valid() {
+        let url = HttpUrl::parse("x").unwrap_err();
+        let dur = parse_duration("x").unwrap_err();
+        assert_eq!(likely_fix("30", dur).as_deref(), Some("30s"));
+        assert_eq!(likely_fix("0.5", dur).as_deref(), Some("0.5s"));
+        assert_eq!(likely_fix("1.2.3", dur), None);
+        assert_eq!(likely_fix("", dur), None);
+        assert_eq!(likely_fix("5m30", dur), None);
+        assert_eq!(
+            likely_fix("localhost:4191", url).as_deref(),
+            Some("http://localhost:4191")
+        );
+        assert_eq!(likely_fix("ftp://x", url), None);
+        assert_eq!(likely_fix("a b", url), None);
+        assert_eq!(likely_fix("30", "something else"), None);
+    }
 
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;

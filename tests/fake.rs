@@ -2,7 +2,8 @@
 //! tandem's tests can trust what it answers and logs; and of the process harness.
 
 use crate::support::{
-    Fault, Flavor, Req, SIGTERM, Script, read_retrying, run, spawn, start, temp_dir, wait_until,
+    Fault, Flavor, Req, Response, SIGTERM, Script, read_retrying, run, spawn, start, temp_dir,
+    wait_until,
 };
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -208,6 +209,58 @@ fn status_override_fixes_one_path() {
     let fake = start(Script::envoy().status_override("/quitquitquit", 500));
     assert_eq!(http(fake.addr(), "POST", "/quitquitquit").0, 500);
     assert_eq!(http(fake.addr(), "GET", "/ready").0, 200);
+}
+
+#[test]
+fn a_scripted_response_is_sent_with_its_headers_and_body_on_any_method() {
+    let response = Response::new(307)
+        .header("Location", "http://127.0.0.1:1/elsewhere")
+        .header("X-Fake", "yes")
+        .body("moved\n");
+    let fake = start(Script::generic().respond("/quit", response));
+    for method in ["POST", "GET"] {
+        let mut stream = connect(fake.addr());
+        send(&mut stream, method, "/quit");
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).expect("read response");
+        assert!(
+            raw.starts_with("HTTP/1.1 307 ")
+                && raw.contains("\r\nLocation: http://127.0.0.1:1/elsewhere\r\n")
+                && raw.contains("\r\nX-Fake: yes\r\n")
+                && raw.contains("\r\nContent-Length: 6\r\n")
+                && raw.ends_with("\r\n\r\nmoved\n"),
+            "{method}: {raw:?}"
+        );
+    }
+    assert_eq!(
+        http(fake.addr(), "POST", "/other").0,
+        200,
+        "other paths keep the flavor's routes"
+    );
+}
+
+#[test]
+fn request_log_keeps_version_headers_and_body_plain_or_chunked() {
+    let fake = start(Script::generic());
+    let mut stream = connect(fake.addr());
+    stream
+        .write_all(
+            b"POST /plain HTTP/1.1\r\nHost: fake\r\nContent-Length: 5\r\nX-Case: Kept\r\n\r\nhello\
+              POST /chunked HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer: t\r\n\r\n",
+        )
+        .expect("send two requests");
+    assert_eq!(read_response(&mut stream).0, 200);
+    assert_eq!(read_response(&mut stream).0, 200);
+    let log = fake.requests();
+    assert_eq!(log.len(), 2, "{}", fake.dump());
+    assert_eq!(log[0].version, "HTTP/1.1");
+    assert_eq!(log[0].header("x-case"), Some("Kept"));
+    assert_eq!(log[0].header("content-length"), Some("5"));
+    assert_eq!(log[0].body, b"hello");
+    assert_eq!(log[1].version, "HTTP/1.0");
+    assert_eq!(log[1].header("Transfer-Encoding"), Some("chunked"));
+    assert_eq!(log[1].header("Content-Length"), None);
+    assert_eq!(log[1].body, b"abcde");
 }
 
 #[test]

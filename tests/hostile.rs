@@ -5,8 +5,8 @@
 //! memory stays small while it polls.
 
 use crate::support::{
-    FakeAdmin, Fault, Out, Running, Script, app_touching, spawn, start, tandem_at, temp_dir,
-    wait_until,
+    FakeAdmin, Fault, Out, RUN_TIMEOUT, Running, Script, app_touching, spawn, start, status_number,
+    tandem_at, temp_dir, wait_until,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,8 +18,6 @@ const FAIL_TIMEOUT: Duration = Duration::from_secs(3);
 const QUIT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Slack on "about that long": the machine is shared and busy.
 const SLACK: Duration = Duration::from_secs(4);
-/// Kill timeout: a run that takes this long has hung.
-const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long tandem polls a hostile port before its memory is measured.
 const EXPOSURE: Duration = Duration::from_secs(2);
 /// Bound on tandem's peak resident memory (a debug build idles around 2–4 MiB).
@@ -53,15 +51,7 @@ fn assert_gave_up(out: &Out, fake: &FakeAdmin, marker: &Path, fail_timeout: Dura
 
 /// `VmHWM` and `VmRSS` of `pid` in KiB, or `None` once it has exited.
 fn memory_kib(pid: i32) -> Option<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.trim().strip_suffix("kB"))
-            .and_then(|kib| kib.trim().parse::<u64>().ok())
-    };
-    Some((field("VmHWM:")?, field("VmRSS:")?))
+    Some((status_number(pid, "VmHWM")?, status_number(pid, "VmRSS")?))
 }
 
 /// Lets `running` poll `fake` for [`EXPOSURE`], then asserts its peak memory is small.

@@ -1,9 +1,9 @@
 //! Idle (SPEC §4): while the app runs, tandem does no work (no timers, no polling,
 //! no wake-ups) and has at most two threads.
 
-use crate::reaping::status_field;
-use crate::signals::REACT;
-use crate::support::{spawn, tandem, temp_dir, wait_until};
+use crate::support::{
+    REACT, spawn, status_field, tandem, task_status_number, temp_dir, wait_until,
+};
 use std::fs;
 use std::thread;
 use std::time::Duration;
@@ -23,17 +23,8 @@ fn context_switches(pid: i32) -> u64 {
         .filter_map(Result::ok)
         .filter_map(|task| task.file_name().to_str()?.parse::<i32>().ok())
         .map(|tid| {
-            let field = |name: &str| {
-                fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
-                    .ok()
-                    .and_then(|s| {
-                        s.lines()
-                            .find_map(|l| l.strip_prefix(name))
-                            .and_then(|v| v.trim().parse::<u64>().ok())
-                    })
-                    .unwrap_or(0)
-            };
-            field("voluntary_ctxt_switches:") + field("nonvoluntary_ctxt_switches:")
+            let field = |name| task_status_number(pid, tid, name).unwrap_or(0);
+            field("voluntary_ctxt_switches") + field("nonvoluntary_ctxt_switches")
         })
         .sum()
 }

@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// `--help` and the README against the option table.
+mod docs;
 /// The fake sidecar and the harness themselves.
 mod fake;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
@@ -19,6 +21,8 @@ mod presets;
 mod quit;
 /// Readiness: /ready, /server_info fallback, several URLs, timeouts, backoff (SPEC §3).
 mod ready;
+/// The real Envoy (`TANDEM_TEST_ENVOY`), on IPv4 and IPv6, and the Istio layout.
+mod real_envoy;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).

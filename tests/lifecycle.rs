@@ -4,8 +4,8 @@
 //! (`--wait-only`, `--quit-only`, `--install-to`) do what they say.
 
 use crate::support::{
-    Out, SIGHUP, SIGINT, SIGTERM, SIGUSR1, Script, closed_port, run, spawn, start, tandem,
-    tandem_at, tandem_at_url, temp_dir, wait_until,
+    Out, RUN_TIMEOUT, SIGHUP, SIGINT, SIGTERM, SIGUSR1, Script, Xorshift, closed_port, run, spawn,
+    start, tandem, tandem_at, tandem_at_url, temp_dir, wait_until,
 };
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// Kill timeout of every run: far above what any of these runs needs.
-const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Bound on waiting for the app to report that it runs.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -86,15 +84,7 @@ fn list(dir: &Path) -> Vec<String> {
 
 /// `len` reproducible bytes covering every value, NUL and 0xFF included.
 fn noise(len: usize) -> Vec<u8> {
-    let mut state: u32 = 0x1234_5678;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state.to_le_bytes()[0]
-        })
-        .collect()
+    Xorshift::new(0x1234_5678).bytes(len)
 }
 
 fn assert_code(out: &Out, code: i32) {
@@ -161,6 +151,7 @@ fn non_executable_file_exits_126() {
 
     let out = run(tandem().arg(&dir), RUN_TIMEOUT);
     assert_code(&out, 126);
+    assert!(out.stderr.contains("is a directory"), "{}", out.dump());
 }
 
 #[test]

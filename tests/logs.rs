@@ -3,13 +3,11 @@
 //! holds, no credentials, and the level settings with their precedence.
 
 use crate::support::{
-    FakeAdmin, Out, Script, closed_port, run, start, tandem, tandem_at, tandem_at_url,
+    FakeAdmin, Out, RUN_TIMEOUT, Script, closed_port, run, start, tandem, tandem_at, tandem_at_url,
 };
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Kill timeout of every run: far above what any of these runs needs.
-const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Shape of a text line's prefix: `#` is a digit, everything else is literal.
 const TEXT_PREFIX: &str = "####-##-##T##:##:##.###Z tandem: ";
 /// Shape of a timestamp.

@@ -1,28 +1,12 @@
 //! The `--mesh` presets against fakes on their fixed ports (SPEC §6): what each
 //! preset waits for, what it quits, how presets combine, and that an explicit
 //! setting replaces a preset's. Each test needs its ports free on 127.0.0.1; when
-//! one is taken (a real sidecar, another program) the test says so and skips.
+//! one is taken (a real sidecar, another program) the test skips (`support::skip`).
 
-use crate::support::{FakeAdmin, Out, Script, fixed_ports_turn, run, start, tandem};
+use crate::support::{
+    FakeAdmin, Out, RUN_TIMEOUT, Script, fixed_ports_turn, on_fixed_ports, run, start, tandem,
+};
 use std::time::Duration;
-
-/// Kill timeout of every run.
-const RUN_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Fakes on the given fixed ports, or `None` after printing why the test skips.
-fn on_ports(test: &str, wanted: Vec<(u16, Script)>) -> Option<Vec<FakeAdmin>> {
-    let mut fakes = Vec::new();
-    for (port, script) in wanted {
-        match FakeAdmin::start_on(("127.0.0.1", port), script) {
-            Ok(fake) => fakes.push(fake),
-            Err(e) => {
-                eprintln!("skipped: {test}: 127.0.0.1:{port} is not free ({e})");
-                return None;
-            }
-        }
-    }
-    Some(fakes)
-}
 
 fn count(fake: &FakeAdmin, method: &str, path: &str) -> usize {
     fake.count(method, path)
@@ -35,16 +19,13 @@ fn dump(out: &Out, fakes: &[FakeAdmin]) -> String {
 #[test]
 fn istio_preset_waits_for_15021_and_quits_pilot_agent_on_15020() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_ports(
-        "istio preset",
-        vec![
-            (
-                15021,
-                Script::pilot_agent().ready_after(Duration::from_millis(300)),
-            ),
-            (15020, Script::pilot_agent()),
-        ],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![
+        (
+            15021,
+            Script::pilot_agent().ready_after(Duration::from_millis(300)),
+        ),
+        (15020, Script::pilot_agent()),
+    ]) else {
         return;
     };
     let out = run(
@@ -69,13 +50,10 @@ fn istio_preset_waits_for_15021_and_quits_pilot_agent_on_15020() {
 #[test]
 fn envoy_preset_waits_for_and_quits_the_admin_on_9901() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_ports(
-        "envoy preset",
-        vec![(
-            9901,
-            Script::envoy().ready_after(Duration::from_millis(200)),
-        )],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![(
+        9901,
+        Script::envoy().ready_after(Duration::from_millis(200)),
+    )]) else {
         return;
     };
     let out = run(tandem().args(["--mesh", "envoy", "true"]), RUN_TIMEOUT);
@@ -88,20 +66,17 @@ fn envoy_preset_waits_for_and_quits_the_admin_on_9901() {
 #[test]
 fn linkerd_and_cloudsql_presets_combine_and_both_are_quit_after_a_failure() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_ports(
-        "linkerd,cloudsql presets",
-        vec![
-            (
-                4191,
-                Script::linkerd().ready_after(Duration::from_millis(200)),
-            ),
-            (
-                9090,
-                Script::generic().ready_after(Duration::from_millis(400)),
-            ),
-            (9091, Script::generic()),
-        ],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![
+        (
+            4191,
+            Script::linkerd().ready_after(Duration::from_millis(200)),
+        ),
+        (
+            9090,
+            Script::generic().ready_after(Duration::from_millis(400)),
+        ),
+        (9091, Script::generic()),
+    ]) else {
         return;
     };
     let out = run(
@@ -121,13 +96,10 @@ fn linkerd_and_cloudsql_presets_combine_and_both_are_quit_after_a_failure() {
 #[test]
 fn explicit_istio_quit_api_replaces_the_istio_preset_quit() {
     let _turn = fixed_ports_turn();
-    let Some(fakes) = on_ports(
-        "istio preset with ISTIO_QUIT_API",
-        vec![
-            (15021, Script::pilot_agent()),
-            (15020, Script::pilot_agent()),
-        ],
-    ) else {
+    let Some(fakes) = on_fixed_ports(vec![
+        (15021, Script::pilot_agent()),
+        (15020, Script::pilot_agent()),
+    ]) else {
         return;
     };
     let elsewhere = start(Script::pilot_agent());

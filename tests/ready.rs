@@ -9,14 +9,13 @@
 //! over the few seconds a test lasts.
 
 use crate::support::{
-    FakeAdmin, Out, Req, Script, run, spawn, start, tandem, tandem_at, temp_dir, wait_until,
+    FakeAdmin, Out, RUN_TIMEOUT, Req, Script, run, spawn, start, tandem, tandem_at, temp_dir,
+    wait_until,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Kill timeout of every run: far above what any of these runs needs.
-const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Slack on "about that long": the machine is shared and busy.
 const SLACK: Duration = Duration::from_secs(4);
 

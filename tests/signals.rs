@@ -4,151 +4,15 @@
 //! inherits a clean mask and its parent's ignored set (tini's sigconf test).
 //!
 //! The app is a small Python recorder (a shell `trap` cannot count signals); the
-//! tests that need it print a reason and return when `python3` is missing.
+//! tests that need it skip (`support::skip`) when `python3` is missing.
 
 use crate::support::{
-    Script, app_touching, run, spawn, start, tandem, tandem_at, temp_dir, wait_until,
+    REACT, RUN_TIMEOUT, Recorder, Script, app_touching, kill, python, run, spawn, start,
+    status_text_field, tandem, tandem_at, temp_dir,
 };
-use std::fs;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// Bound on any single wait for the app to react; generous for a loaded CI box.
-pub(crate) const REACT: Duration = Duration::from_secs(10);
-/// Bound on a whole tandem run.
-const RUN: Duration = Duration::from_secs(20);
-
-/// The recorder app: it handles the signals given as arguments by appending their
-/// numbers to `DIR/log-WHO`, announces itself by writing its pid to `DIR/ready-WHO`,
-/// and exits with the code in `DIR/stop-WHO` on the first signal after that file
-/// exists. With `fork`, a grandchild (WHO = `grandchild`) does the same in the app's
-/// process group.
-const RECORDER: &str = r#"
-import os, signal, sys
-d, mode, sigs = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
-who = 'app'
-if mode == 'fork' and os.fork() == 0:
-    who = 'grandchild'
-def on_signal(n, _):
-    stop = os.path.join(d, 'stop-' + who)
-    if os.path.exists(stop):
-        with open(stop) as f:
-            os._exit(int(f.read()))
-    with open(os.path.join(d, 'log-' + who), 'a') as f:
-        f.write('%d\n' % n)
-for s in sigs:
-    signal.signal(s, on_signal)
-tmp = os.path.join(d, 'ready-' + who + '.tmp')
-with open(tmp, 'w') as f:
-    f.write(str(os.getpid()))
-os.rename(tmp, os.path.join(d, 'ready-' + who))
-while True:
-    signal.pause()
-"#;
-
-/// The real `python3` executable (resolved once, so it runs with an empty
-/// environment), or `None` after printing why the calling test is skipped.
-pub(crate) fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let found = PYTHON.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .ok()?;
-        let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-        (out.status.success() && path.is_absolute()).then_some(path)
-    });
-    if found.is_none() {
-        eprintln!("skipped: python3 is not installed; the recorder app needs it");
-    }
-    found.clone()
-}
-
-/// A recorder app's files.
-pub(crate) struct Recorder {
-    pub dir: PathBuf,
-}
-
-impl Recorder {
-    pub(crate) fn new(name: &str) -> Recorder {
-        Recorder {
-            dir: temp_dir(name),
-        }
-    }
-
-    /// `tandem [OPTIONS] python3 -c RECORDER DIR MODE SIGS...`.
-    pub(crate) fn command(
-        &self,
-        python: &Path,
-        options: &[&str],
-        fork: bool,
-        sigs: &[i32],
-    ) -> Command {
-        let mut cmd = tandem();
-        cmd.args(options)
-            .arg(python)
-            .args(["-c", RECORDER])
-            .arg(&self.dir)
-            .arg(if fork { "fork" } else { "nofork" })
-            .args(sigs.iter().map(i32::to_string));
-        cmd
-    }
-
-    /// The pid `who` announced, once it has installed its handlers.
-    pub(crate) fn wait_ready(&self, who: &str) -> i32 {
-        let path = self.dir.join(format!("ready-{who}"));
-        let mut pid = None;
-        let ready = wait_until(REACT, || {
-            pid = fs::read_to_string(&path).ok().and_then(|s| s.parse().ok());
-            pid.is_some()
-        });
-        assert!(ready, "the recorder's {who} did not start within {REACT:?}");
-        pid.unwrap_or_default()
-    }
-
-    /// Signal numbers `who` has recorded, in order.
-    pub(crate) fn log(&self, who: &str) -> Vec<i32> {
-        fs::read_to_string(self.dir.join(format!("log-{who}")))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| l.parse().expect("a signal number per line"))
-            .collect()
-    }
-
-    /// Waits until `who` has recorded `count` signals; returns them.
-    pub(crate) fn wait_log(&self, who: &str, count: usize) -> Vec<i32> {
-        let mut log = Vec::new();
-        let reached = wait_until(REACT, || {
-            log = self.log(who);
-            log.len() >= count
-        });
-        assert!(
-            reached,
-            "{who} recorded {log:?}, expected {count} signals within {REACT:?}"
-        );
-        log
-    }
-
-    /// The next signal `who` gets makes it exit with `code`.
-    pub(crate) fn stop(&self, who: &str, code: i32) {
-        fs::write(self.dir.join(format!("stop-{who}")), code.to_string()).expect("write stop");
-    }
-}
-
-/// Sends `sig` to `pid` directly (not through tandem).
-pub(crate) fn kill(pid: i32, sig: i32) {
-    // SAFETY: kill has no memory effects; the caller knows `pid` is alive.
-    let rc = unsafe { libc::kill(pid, sig) };
-    assert_eq!(
-        rc,
-        0,
-        "kill({pid}, {sig}): {}",
-        std::io::Error::last_os_error()
-    );
-}
 
 /// Every signal tandem relays (src/signals.rs `relayed()`), RT signals sampled.
 fn relayed_sample() -> Vec<i32> {
@@ -208,7 +72,7 @@ fn every_relayed_signal_reaches_the_app_exactly_once_and_sigchld_never() {
     rec.wait_log("app", sigs.len() + 1);
     rec.stop("app", 0);
     app.signal(libc::SIGUSR2);
-    let out = app.wait(RUN);
+    let out = app.wait(RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump());
 
     let log = rec.log("app");
@@ -251,7 +115,7 @@ fn grandchild_gets_relayed_usr1(options: &[&str]) -> bool {
     kill(grandchild, libc::SIGUSR2);
     rec.stop("app", 0);
     app.signal(libc::SIGUSR2);
-    let out = app.wait(RUN);
+    let out = app.wait(RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump());
     got
 }
@@ -293,7 +157,7 @@ fn terminating_signal_while_waiting_quits_sidecar_and_exits_128_plus_n() {
         );
         let sent = Instant::now();
         waiting.signal(sig);
-        let out = waiting.wait(RUN);
+        let out = waiting.wait(RUN_TIMEOUT);
         let took = sent.elapsed();
         let dump = out.dump_with(&[&fake]);
         assert_eq!(out.code, Some(128 + sig), "signal {sig}\n{dump}");
@@ -316,18 +180,16 @@ fn terminating_signal_while_waiting_quits_sidecar_and_exits_128_plus_n() {
 /// two glibc-internal signals (32, 33) cleared from SigIgn: glibc's posix_spawn
 /// leaves them ignored in every child of a glibc program, and no app can use them.
 fn app_sigblk_sigign(cmd: &mut Command) -> (u64, u64) {
-    let out = run(cmd.args(["cat", "/proc/self/status"]), RUN);
+    let out = run(cmd.args(["cat", "/proc/self/status"]), RUN_TIMEOUT);
     assert_eq!(out.code, Some(0), "{}", out.dump());
     let status = out.stdout_str();
     let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        status_text_field(&status, name)
+            .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
             .unwrap_or_else(|| panic!("no {name} in\n{}", out.dump()))
     };
     let glibc_internal = bit(32) | bit(33);
-    (field("SigBlk:"), field("SigIgn:") & !glibc_internal)
+    (field("SigBlk"), field("SigIgn") & !glibc_internal)
 }
 
 fn bit(sig: i32) -> u64 {
@@ -385,6 +247,6 @@ fn signal_blocked_when_tandem_started_is_still_relayed() {
     assert_eq!(rec.wait_log("app", 1), [libc::SIGUSR1]);
     rec.stop("app", 3);
     app.signal(libc::SIGUSR1);
-    let out = app.wait(RUN);
+    let out = app.wait(RUN_TIMEOUT);
     assert_eq!(out.code, Some(3), "{}", out.dump());
 }

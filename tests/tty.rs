@@ -3,20 +3,15 @@
 //! SIGCONT gives the app the terminal back; started in the background, tandem
 //! does not touch the terminal and does not hang; as PID 1, a stopped app is resumed.
 
-use crate::reaping::{pid_namespace_unavailable, state};
-use crate::signals::{REACT, Recorder, kill, python};
-use crate::support::{default_signals, read_retrying, tandem, wait_until};
-use std::fs::{self, File};
+use crate::support::{
+    Pipe, REACT, RUN_TIMEOUT, Recorder, default_signals, kill, pid_namespace_available, python,
+    stat_after_comm, state, tandem, wait_until,
+};
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::Duration;
-
-/// Bound on a whole run.
-const RUN: Duration = Duration::from_secs(20);
 
 /// A process running on the slave side of a new pseudo-terminal, as the session
 /// leader with the terminal as its controlling terminal (as `docker run -it` and
@@ -25,7 +20,7 @@ struct OnTty {
     child: Child,
     master: File,
     /// Everything written to the terminal, read continuously so it never fills up.
-    screen: Arc<Mutex<Vec<u8>>>,
+    screen: Pipe,
 }
 
 impl OnTty {
@@ -60,18 +55,7 @@ impl OnTty {
         let child = cmd.spawn().expect("spawn on the terminal");
         // Only the child may hold the slave now, so the master sees EOF when it is done.
         drop(slave);
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = master.try_clone().expect("dup the master");
-        let sink = Arc::clone(&screen);
-        thread::spawn(move || {
-            let mut buf = [0; 4096];
-            // Ends with EIO once every slave descriptor is closed.
-            while let Ok(n @ 1..) = read_retrying(&mut reader, &mut buf) {
-                sink.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend_from_slice(&buf[..n]);
-            }
-        });
+        let screen = Pipe::drain(master.try_clone().expect("dup the master"));
         OnTty {
             child,
             master,
@@ -89,19 +73,19 @@ impl OnTty {
     }
 
     fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+        String::from_utf8_lossy(&self.screen.snapshot()).into_owned()
     }
 
     /// Waits for the exit; kills the process and panics with the screen on timeout.
     fn wait(&mut self) -> ExitStatus {
         let mut status = None;
-        wait_until(RUN, || {
+        wait_until(RUN_TIMEOUT, || {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         });
         match status {
             Some(status) => status,
-            None => panic!("no exit within {RUN:?}; screen:\n{}", self.screen()),
+            None => panic!("no exit within {RUN_TIMEOUT:?}; screen:\n{}", self.screen()),
         }
     }
 }
@@ -113,14 +97,6 @@ impl Drop for OnTty {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, session,
-/// tty_nr, tpgid, ….
-fn stat_after_comm(pid: i32) -> Vec<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
-    rest.split_whitespace().map(str::to_owned).collect()
 }
 
 /// The terminal's foreground process group, as `pid` sees it.
@@ -269,8 +245,7 @@ fn background_app_reading_the_terminal_stops_the_job_and_fg_resumes_it() {
 
 #[test]
 fn ctrl_z_of_the_app_under_tandem_as_pid_1_resumes_it_instead_of_hanging() {
-    if let Some(why) = pid_namespace_unavailable() {
-        eprintln!("skipped: {why}");
+    if !pid_namespace_available() {
         return;
     }
     let dir = crate::support::temp_dir("tty-pid1-ctrl-z");
@@ -287,20 +262,20 @@ fn ctrl_z_of_the_app_under_tandem_as_pid_1_resumes_it_instead_of_hanging() {
         .arg(&dir);
     let mut tty = OnTty::spawn(&mut cmd);
     assert!(
-        wait_until(RUN, || dir.join("ready").exists()),
+        wait_until(RUN_TIMEOUT, || dir.join("ready").exists()),
         "the app never started; screen:\n{}",
         tty.screen()
     );
     tty.type_keys(b"\x1a");
     assert!(
-        wait_until(RUN, || tty.screen().contains("resuming it now")),
+        wait_until(RUN_TIMEOUT, || tty.screen().contains("resuming it now")),
         "tandem as PID 1 did not resume the stopped app; screen:\n{}",
         tty.screen()
     );
     // A stopped app would hold the SIGINT pending and never run its trap.
     tty.type_keys(b"\x03");
     assert!(
-        wait_until(RUN, || dir.join("int").exists()),
+        wait_until(RUN_TIMEOUT, || dir.join("int").exists()),
         "the resumed app never got Ctrl-C; screen:\n{}",
         tty.screen()
     );

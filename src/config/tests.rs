@@ -19,6 +19,15 @@ fn build_from(args: &str, env: Env) -> Result<Config, Error> {
     build(&cli, &|name| vars.get(name).cloned())
 }
 
+/// Every variable tandem reads, from the option table.
+fn all_variables() -> Vec<&'static str> {
+    options::OPTIONS
+        .iter()
+        .flat_map(|spec| spec.vars.iter().copied())
+        .chain([options::ALWAYS_KILL_ENVOY])
+        .collect()
+}
+
 fn config(args: &str, env: Env) -> Config {
     build_from(args, env).unwrap_or_else(|e| panic!("{args:?} {env:?}: {e}"))
 }
@@ -36,11 +45,13 @@ fn url(s: &str) -> HttpUrl {
 
 fn defaults() -> Config {
     Config {
-        checks: vec![],
-        wait: true,
-        wait_timeout: None,
-        fail_timeout: None,
-        poll_max: Duration::from_millis(250),
+        ready: ReadyConfig {
+            checks: vec![],
+            wait: true,
+            wait_timeout: None,
+            fail_timeout: None,
+            poll_max: Duration::from_millis(250),
+        },
         quit: QuitConfig {
             timeout: Some(5 * SEC),
             ..QuitConfig::default()
@@ -72,59 +83,53 @@ fn nothing_set_gives_the_defaults() {
 #[test]
 fn every_variable_is_read_and_has_its_effect() {
     let cases: &[(&str, &str, Effect)] = &[
-        (var::ENVOY_ADMIN_API, ADMIN, |c| {
-            c.checks = vec![Check::Envoy(url(ADMIN))];
+        ("ENVOY_ADMIN_API", ADMIN, |c| {
+            c.ready.checks = vec![Check::Envoy(url(ADMIN))];
             c.quit.admin = Some(url(ADMIN));
-            c.quit.has_mesh = true;
+            c.quit.envoy_configured = true;
         }),
-        (var::START_WITHOUT_ENVOY, "true", |c| c.wait = false),
-        (var::WAIT_FOR_ENVOY_TIMEOUT, "30s", |c| {
-            c.wait_timeout = Some(30 * SEC)
+        ("START_WITHOUT_ENVOY", "true", |c| c.ready.wait = false),
+        ("WAIT_FOR_ENVOY_TIMEOUT", "30s", |c| {
+            c.ready.wait_timeout = Some(30 * SEC)
         }),
-        (var::QUIT_WITHOUT_ENVOY_TIMEOUT, "1m", |c| {
-            c.fail_timeout = Some(60 * SEC)
+        ("QUIT_WITHOUT_ENVOY_TIMEOUT", "1m", |c| {
+            c.ready.fail_timeout = Some(60 * SEC)
         }),
-        (var::ISTIO_QUIT_API, ISTIO_QUIT, |c| {
+        ("ISTIO_QUIT_API", ISTIO_QUIT, |c| {
             c.quit.istio_quit = Some(url(ISTIO_QUIT))
         }),
-        (var::ENVOY_KILL_API, "http://127.0.0.1:9901/kill", |c| {
+        ("ENVOY_KILL_API", "http://127.0.0.1:9901/kill", |c| {
             c.quit.envoy_quit = Some(url("http://127.0.0.1:9901/kill"))
         }),
-        (
-            var::GENERIC_QUIT_ENDPOINTS,
-            "http://127.0.0.1:8080/q",
-            |c| c.quit.generic = vec![url("http://127.0.0.1:8080/q")],
-        ),
-        (var::GENERIC_QUIT_ONLY, "true", |c| {
-            c.quit.generic_only = true
+        ("GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:8080/q", |c| {
+            c.quit.generic = vec![url("http://127.0.0.1:8080/q")]
         }),
-        (var::QUIT_REQUEST_TIMEOUT, "2s", |c| {
+        ("GENERIC_QUIT_ONLY", "true", |c| c.quit.generic_only = true),
+        ("QUIT_REQUEST_TIMEOUT", "2s", |c| {
             c.quit.timeout = Some(2 * SEC)
         }),
-        (var::NEVER_KILL_ISTIO, "true", |c| c.quit.never_quit = true),
-        (var::NEVER_KILL_ENVOY, "true", |c| c.quit.never_quit = true),
-        (var::NEVER_KILL_ISTIO_ON_FAILURE, "true", |c| {
+        ("NEVER_KILL_ISTIO", "true", |c| c.quit.never_quit = true),
+        ("NEVER_KILL_ENVOY", "true", |c| c.quit.never_quit = true),
+        ("NEVER_KILL_ISTIO_ON_FAILURE", "true", |c| {
             c.quit.keep_on_failure = true
         }),
         // Stopping after a failure is already the default: accepted, no change.
-        (var::ALWAYS_KILL_ENVOY, "true", |_| {}),
-        (var::SCUTTLE_LOGGING, "false", |c| c.log_level = Level::Warn),
-        (var::ENVOY_PREFLIGHT_LOGGING, "false", |c| {
+        ("ALWAYS_KILL_ENVOY", "true", |_| {}),
+        ("SCUTTLE_LOGGING", "false", |c| c.log_level = Level::Warn),
+        ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
             c.log_level = Level::Warn
         }),
-        (var::TANDEM_LOG, "debug", |c| c.log_level = Level::Debug),
-        (var::TANDEM_LOG_FORMAT, "json", |c| {
-            c.log_format = Format::Json
+        ("TANDEM_LOG", "debug", |c| c.log_level = Level::Debug),
+        ("TANDEM_LOG_FORMAT", "json", |c| c.log_format = Format::Json),
+        ("TANDEM_READY_URLS", "http://127.0.0.1:8080/up", |c| {
+            c.ready.checks = vec![Check::Url(url("http://127.0.0.1:8080/up"))]
         }),
-        (var::TANDEM_READY_URLS, "http://127.0.0.1:8080/up", |c| {
-            c.checks = vec![Check::Url(url("http://127.0.0.1:8080/up"))]
-        }),
-        (var::TANDEM_MESH, "linkerd", |c| {
-            c.checks = vec![Check::Url(url(LINKERD_READY))];
+        ("TANDEM_MESH", "linkerd", |c| {
+            c.ready.checks = vec![Check::Url(url(LINKERD_READY))];
             c.quit.generic = vec![url(LINKERD_QUIT)];
         }),
-        (var::TANDEM_POLL_MAX, "1s", |c| c.poll_max = SEC),
-        (var::TANDEM_FORWARD_TO, "group", |c| {
+        ("TANDEM_POLL_MAX", "1s", |c| c.ready.poll_max = SEC),
+        ("TANDEM_FORWARD_TO", "group", |c| {
             c.forward_to = ForwardTo::Group
         }),
     ];
@@ -138,34 +143,26 @@ fn every_variable_is_read_and_has_its_effect() {
 #[test]
 fn every_option_has_the_effect_of_its_variable() {
     let cases: &[(&str, &str, &str)] = &[
-        ("--admin", var::ENVOY_ADMIN_API, ADMIN),
-        ("--no-wait", var::START_WITHOUT_ENVOY, "true"),
-        ("--wait-timeout", var::WAIT_FOR_ENVOY_TIMEOUT, "30s"),
-        ("--fail-timeout", var::QUIT_WITHOUT_ENVOY_TIMEOUT, "1m"),
-        ("--istio-quit", var::ISTIO_QUIT_API, ISTIO_QUIT),
-        ("--envoy-quit", var::ENVOY_KILL_API, "http://127.0.0.1:1/k"),
-        (
-            "--quit",
-            var::GENERIC_QUIT_ENDPOINTS,
-            "http://127.0.0.1:1/q",
-        ),
-        ("--generic-quit-only", var::GENERIC_QUIT_ONLY, "true"),
-        ("--quit-timeout", var::QUIT_REQUEST_TIMEOUT, "2s"),
-        ("--never-quit", var::NEVER_KILL_ISTIO, "true"),
-        ("--never-quit", var::NEVER_KILL_ENVOY, "true"),
-        (
-            "--keep-on-failure",
-            var::NEVER_KILL_ISTIO_ON_FAILURE,
-            "true",
-        ),
-        ("--log", var::TANDEM_LOG, "debug"),
-        ("--log", var::ENVOY_PREFLIGHT_LOGGING, "false"),
-        ("--log", var::SCUTTLE_LOGGING, "false"),
-        ("--log-format", var::TANDEM_LOG_FORMAT, "json"),
-        ("--ready", var::TANDEM_READY_URLS, "http://127.0.0.1:1/up"),
-        ("--mesh", var::TANDEM_MESH, "istio"),
-        ("--poll-max", var::TANDEM_POLL_MAX, "1s"),
-        ("--forward-to", var::TANDEM_FORWARD_TO, "group"),
+        ("--admin", "ENVOY_ADMIN_API", ADMIN),
+        ("--no-wait", "START_WITHOUT_ENVOY", "true"),
+        ("--wait-timeout", "WAIT_FOR_ENVOY_TIMEOUT", "30s"),
+        ("--fail-timeout", "QUIT_WITHOUT_ENVOY_TIMEOUT", "1m"),
+        ("--istio-quit", "ISTIO_QUIT_API", ISTIO_QUIT),
+        ("--envoy-quit", "ENVOY_KILL_API", "http://127.0.0.1:1/k"),
+        ("--quit", "GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:1/q"),
+        ("--generic-quit-only", "GENERIC_QUIT_ONLY", "true"),
+        ("--quit-timeout", "QUIT_REQUEST_TIMEOUT", "2s"),
+        ("--never-quit", "NEVER_KILL_ISTIO", "true"),
+        ("--never-quit", "NEVER_KILL_ENVOY", "true"),
+        ("--keep-on-failure", "NEVER_KILL_ISTIO_ON_FAILURE", "true"),
+        ("--log", "TANDEM_LOG", "debug"),
+        ("--log", "ENVOY_PREFLIGHT_LOGGING", "false"),
+        ("--log", "SCUTTLE_LOGGING", "false"),
+        ("--log-format", "TANDEM_LOG_FORMAT", "json"),
+        ("--ready", "TANDEM_READY_URLS", "http://127.0.0.1:1/up"),
+        ("--mesh", "TANDEM_MESH", "istio"),
+        ("--poll-max", "TANDEM_POLL_MAX", "1s"),
+        ("--forward-to", "TANDEM_FORWARD_TO", "group"),
     ];
     for (option, name, value) in cases {
         let args = if *value == "true" && !option.ends_with("log") {
@@ -182,42 +179,42 @@ fn every_option_has_the_effect_of_its_variable() {
 #[test]
 fn option_overrides_its_variable() {
     let cases: &[(&str, &str, &str)] = &[
-        ("--admin http://127.0.0.1:1", var::ENVOY_ADMIN_API, ADMIN),
-        ("--no-wait", var::START_WITHOUT_ENVOY, "false"),
-        ("--wait-timeout 1s", var::WAIT_FOR_ENVOY_TIMEOUT, "30s"),
-        ("--wait-timeout 0", var::WAIT_FOR_ENVOY_TIMEOUT, "30s"),
-        ("--fail-timeout 1s", var::QUIT_WITHOUT_ENVOY_TIMEOUT, "1m"),
+        ("--admin http://127.0.0.1:1", "ENVOY_ADMIN_API", ADMIN),
+        ("--no-wait", "START_WITHOUT_ENVOY", "false"),
+        ("--wait-timeout 1s", "WAIT_FOR_ENVOY_TIMEOUT", "30s"),
+        ("--wait-timeout 0", "WAIT_FOR_ENVOY_TIMEOUT", "30s"),
+        ("--fail-timeout 1s", "QUIT_WITHOUT_ENVOY_TIMEOUT", "1m"),
         (
             "--istio-quit http://127.0.0.1:1",
-            var::ISTIO_QUIT_API,
+            "ISTIO_QUIT_API",
             ISTIO_QUIT,
         ),
         (
             "--envoy-quit http://127.0.0.1:1/k",
-            var::ENVOY_KILL_API,
+            "ENVOY_KILL_API",
             "http://127.0.0.1:2/k",
         ),
         (
             "--quit http://127.0.0.1:1/q",
-            var::GENERIC_QUIT_ENDPOINTS,
+            "GENERIC_QUIT_ENDPOINTS",
             "http://127.0.0.1:2/q,http://127.0.0.1:3/q",
         ),
-        ("--generic-quit-only", var::GENERIC_QUIT_ONLY, "false"),
-        ("--quit-timeout 1s", var::QUIT_REQUEST_TIMEOUT, "2s"),
-        ("--quit-timeout 0", var::QUIT_REQUEST_TIMEOUT, "2s"),
-        ("--never-quit", var::NEVER_KILL_ISTIO, "false"),
-        ("--never-quit", var::NEVER_KILL_ENVOY, "no"),
-        ("--keep-on-failure", var::NEVER_KILL_ISTIO_ON_FAILURE, "0"),
-        ("--log error", var::TANDEM_LOG, "debug"),
-        ("--log-format text", var::TANDEM_LOG_FORMAT, "json"),
+        ("--generic-quit-only", "GENERIC_QUIT_ONLY", "false"),
+        ("--quit-timeout 1s", "QUIT_REQUEST_TIMEOUT", "2s"),
+        ("--quit-timeout 0", "QUIT_REQUEST_TIMEOUT", "2s"),
+        ("--never-quit", "NEVER_KILL_ISTIO", "false"),
+        ("--never-quit", "NEVER_KILL_ENVOY", "no"),
+        ("--keep-on-failure", "NEVER_KILL_ISTIO_ON_FAILURE", "0"),
+        ("--log error", "TANDEM_LOG", "debug"),
+        ("--log-format text", "TANDEM_LOG_FORMAT", "json"),
         (
             "--ready http://127.0.0.1:1/up",
-            var::TANDEM_READY_URLS,
+            "TANDEM_READY_URLS",
             "http://127.0.0.1:2/up",
         ),
-        ("--mesh linkerd", var::TANDEM_MESH, "istio"),
-        ("--poll-max 1s", var::TANDEM_POLL_MAX, "2s"),
-        ("--forward-to child", var::TANDEM_FORWARD_TO, "group"),
+        ("--mesh linkerd", "TANDEM_MESH", "istio"),
+        ("--poll-max 1s", "TANDEM_POLL_MAX", "2s"),
+        ("--forward-to child", "TANDEM_FORWARD_TO", "group"),
     ];
     for (args, name, value) in cases {
         let both = config(args, &[(name, value)]);
@@ -246,45 +243,23 @@ fn booleans_accept_every_spelling_and_empty_means_unset() {
         ("", false),
     ];
     for (value, expected) in cases {
-        let c = config("", &[(var::START_WITHOUT_ENVOY, value)]);
-        assert_eq!(c.wait, !expected, "START_WITHOUT_ENVOY={value:?}");
-        let c = config("", &[(var::GENERIC_QUIT_ONLY, value)]);
+        let c = config("", &[("START_WITHOUT_ENVOY", value)]);
+        assert_eq!(c.ready.wait, !expected, "START_WITHOUT_ENVOY={value:?}");
+        let c = config("", &[("GENERIC_QUIT_ONLY", value)]);
         assert_eq!(
             c.quit.generic_only, *expected,
             "GENERIC_QUIT_ONLY={value:?}"
         );
-        let c = config("", &[(var::NEVER_KILL_ISTIO, value)]);
+        let c = config("", &[("NEVER_KILL_ISTIO", value)]);
         assert_eq!(c.quit.never_quit, *expected, "NEVER_KILL_ISTIO={value:?}");
-        let c = config("", &[(var::NEVER_KILL_ISTIO_ON_FAILURE, value)]);
+        let c = config("", &[("NEVER_KILL_ISTIO_ON_FAILURE", value)]);
         assert_eq!(c.quit.keep_on_failure, *expected, "{value:?}");
     }
 }
 
 #[test]
 fn every_empty_variable_means_unset() {
-    let names = [
-        var::ENVOY_ADMIN_API,
-        var::START_WITHOUT_ENVOY,
-        var::WAIT_FOR_ENVOY_TIMEOUT,
-        var::QUIT_WITHOUT_ENVOY_TIMEOUT,
-        var::ISTIO_QUIT_API,
-        var::ENVOY_KILL_API,
-        var::GENERIC_QUIT_ENDPOINTS,
-        var::GENERIC_QUIT_ONLY,
-        var::QUIT_REQUEST_TIMEOUT,
-        var::NEVER_KILL_ISTIO,
-        var::NEVER_KILL_ENVOY,
-        var::NEVER_KILL_ISTIO_ON_FAILURE,
-        var::ALWAYS_KILL_ENVOY,
-        var::SCUTTLE_LOGGING,
-        var::ENVOY_PREFLIGHT_LOGGING,
-        var::TANDEM_LOG,
-        var::TANDEM_LOG_FORMAT,
-        var::TANDEM_READY_URLS,
-        var::TANDEM_MESH,
-        var::TANDEM_POLL_MAX,
-        var::TANDEM_FORWARD_TO,
-    ];
+    let names = all_variables();
     let all_empty: Vec<(&str, &str)> = names.iter().map(|n| (*n, "")).collect();
     assert_eq!(config("", &all_empty), defaults());
 }
@@ -301,10 +276,7 @@ fn either_never_kill_variable_sets_never_quit() {
     for (istio, envoy, expected) in cases {
         let c = config(
             "",
-            &[
-                (var::NEVER_KILL_ISTIO, istio),
-                (var::NEVER_KILL_ENVOY, envoy),
-            ],
+            &[("NEVER_KILL_ISTIO", istio), ("NEVER_KILL_ENVOY", envoy)],
         );
         assert_eq!(c.quit.never_quit, *expected, "{istio:?} {envoy:?}");
     }
@@ -315,8 +287,8 @@ fn never_kill_on_failure_beats_always_kill_envoy() {
     let c = config(
         "",
         &[
-            (var::NEVER_KILL_ISTIO_ON_FAILURE, "true"),
-            (var::ALWAYS_KILL_ENVOY, "true"),
+            ("NEVER_KILL_ISTIO_ON_FAILURE", "true"),
+            ("ALWAYS_KILL_ENVOY", "true"),
         ],
     );
     assert!(c.quit.keep_on_failure);
@@ -333,14 +305,14 @@ fn durations_use_go_syntax() {
         ("10µs", Duration::from_micros(10)),
     ];
     for (value, expected) in cases {
-        let c = config("", &[(var::WAIT_FOR_ENVOY_TIMEOUT, value)]);
-        assert_eq!(c.wait_timeout, Some(*expected), "{value}");
+        let c = config("", &[("WAIT_FOR_ENVOY_TIMEOUT", value)]);
+        assert_eq!(c.ready.wait_timeout, Some(*expected), "{value}");
         let c = config(&format!("--fail-timeout {value}"), &[]);
-        assert_eq!(c.fail_timeout, Some(*expected), "{value}");
-        let c = config("", &[(var::QUIT_REQUEST_TIMEOUT, value)]);
+        assert_eq!(c.ready.fail_timeout, Some(*expected), "{value}");
+        let c = config("", &[("QUIT_REQUEST_TIMEOUT", value)]);
         assert_eq!(c.quit.timeout, Some(*expected), "{value}");
-        let c = config("", &[(var::TANDEM_POLL_MAX, value)]);
-        assert_eq!(c.poll_max, *expected, "{value}");
+        let c = config("", &[("TANDEM_POLL_MAX", value)]);
+        assert_eq!(c.ready.poll_max, *expected, "{value}");
     }
 }
 
@@ -350,18 +322,18 @@ fn zero_timeout_means_no_timeout() {
         let c = config(
             "",
             &[
-                (var::WAIT_FOR_ENVOY_TIMEOUT, zero),
-                (var::QUIT_WITHOUT_ENVOY_TIMEOUT, zero),
-                (var::QUIT_REQUEST_TIMEOUT, zero),
+                ("WAIT_FOR_ENVOY_TIMEOUT", zero),
+                ("QUIT_WITHOUT_ENVOY_TIMEOUT", zero),
+                ("QUIT_REQUEST_TIMEOUT", zero),
             ],
         );
-        assert_eq!(c.wait_timeout, None, "{zero}");
-        assert_eq!(c.fail_timeout, None, "{zero}");
+        assert_eq!(c.ready.wait_timeout, None, "{zero}");
+        assert_eq!(c.ready.fail_timeout, None, "{zero}");
         assert_eq!(c.quit.timeout, None, "{zero}");
         let args = format!("--wait-timeout {zero} --fail-timeout {zero} --quit-timeout {zero}");
         let c = config(&args, &[]);
         assert_eq!(
-            (c.wait_timeout, c.fail_timeout, c.quit.timeout),
+            (c.ready.wait_timeout, c.ready.fail_timeout, c.quit.timeout),
             (None, None, None),
             "{args}"
         );
@@ -371,15 +343,15 @@ fn zero_timeout_means_no_timeout() {
 #[test]
 fn quit_timeout_defaults_to_five_seconds() {
     assert_eq!(config("", &[]).quit.timeout, Some(5 * SEC));
-    let c = config("", &[(var::QUIT_REQUEST_TIMEOUT, "")]);
+    let c = config("", &[("QUIT_REQUEST_TIMEOUT", "")]);
     assert_eq!(c.quit.timeout, Some(5 * SEC));
 }
 
 #[test]
 fn poll_max_of_zero_is_an_error() {
     for (args, env, name) in [
-        ("", &[(var::TANDEM_POLL_MAX, "0")][..], "TANDEM_POLL_MAX"),
-        ("", &[(var::TANDEM_POLL_MAX, "0s")][..], "TANDEM_POLL_MAX"),
+        ("", &[("TANDEM_POLL_MAX", "0")][..], "TANDEM_POLL_MAX"),
+        ("", &[("TANDEM_POLL_MAX", "0s")][..], "TANDEM_POLL_MAX"),
         ("--poll-max 0", &[][..], "--poll-max"),
     ] {
         let msg = usage_error(args, env);
@@ -393,18 +365,18 @@ fn fail_timeout_and_wait_timeout_are_both_kept() {
     let c = config(
         "",
         &[
-            (var::WAIT_FOR_ENVOY_TIMEOUT, "10s"),
-            (var::QUIT_WITHOUT_ENVOY_TIMEOUT, "20s"),
+            ("WAIT_FOR_ENVOY_TIMEOUT", "10s"),
+            ("QUIT_WITHOUT_ENVOY_TIMEOUT", "20s"),
         ],
     );
-    assert_eq!(c.wait_timeout, Some(10 * SEC));
-    assert_eq!(c.fail_timeout, Some(20 * SEC));
+    assert_eq!(c.ready.wait_timeout, Some(10 * SEC));
+    assert_eq!(c.ready.fail_timeout, Some(20 * SEC));
     let c = config("--wait-timeout 3s --fail-timeout 4s --no-wait", &[]);
     assert_eq!(
-        (c.wait_timeout, c.fail_timeout),
+        (c.ready.wait_timeout, c.ready.fail_timeout),
         (Some(3 * SEC), Some(4 * SEC))
     );
-    assert!(!c.wait);
+    assert!(!c.ready.wait);
 }
 
 #[test]
@@ -435,9 +407,9 @@ fn logging_precedence_is_option_then_tandem_then_preflight_then_scuttle() {
         let c = config(
             &args,
             &[
-                (var::TANDEM_LOG, tandem),
-                (var::ENVOY_PREFLIGHT_LOGGING, preflight),
-                (var::SCUTTLE_LOGGING, scuttle),
+                ("TANDEM_LOG", tandem),
+                ("ENVOY_PREFLIGHT_LOGGING", preflight),
+                ("SCUTTLE_LOGGING", scuttle),
             ],
         );
         assert_eq!(
@@ -457,7 +429,7 @@ fn log_format_is_text_or_json() {
         ("JSON", Format::Json),
     ];
     for (value, expected) in cases {
-        let c = config("", &[(var::TANDEM_LOG_FORMAT, value)]);
+        let c = config("", &[("TANDEM_LOG_FORMAT", value)]);
         assert_eq!(c.log_format, *expected, "{value:?}");
     }
 }
@@ -478,19 +450,19 @@ fn generic_quit_endpoints_are_comma_separated_with_blanks_trimmed() {
     ];
     for (value, expected) in cases {
         let expected: Vec<HttpUrl> = expected.iter().map(|u| url(u)).collect();
-        let c = config("", &[(var::GENERIC_QUIT_ENDPOINTS, value)]);
+        let c = config("", &[("GENERIC_QUIT_ENDPOINTS", value)]);
         assert_eq!(c.quit.generic, expected, "GENERIC_QUIT_ENDPOINTS={value:?}");
-        let c = config("", &[(var::TANDEM_READY_URLS, value)]);
+        let c = config("", &[("TANDEM_READY_URLS", value)]);
         let checks: Vec<Check> = expected.into_iter().map(Check::Url).collect();
-        assert_eq!(c.checks, checks, "TANDEM_READY_URLS={value:?}");
+        assert_eq!(c.ready.checks, checks, "TANDEM_READY_URLS={value:?}");
     }
 }
 
 #[test]
 fn list_options_replace_their_variable_and_repeat() {
     let env = [
-        (var::GENERIC_QUIT_ENDPOINTS, "http://127.0.0.1:9/env"),
-        (var::TANDEM_READY_URLS, "http://127.0.0.1:9/env"),
+        ("GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:9/env"),
+        ("TANDEM_READY_URLS", "http://127.0.0.1:9/env"),
     ];
     let c = config(
         "--quit http://127.0.0.1:1/a --quit http://127.0.0.1:2/b,http://127.0.0.1:3/c \
@@ -506,7 +478,7 @@ fn list_options_replace_their_variable_and_repeat() {
         ]
     );
     assert_eq!(
-        c.checks,
+        c.ready.checks,
         vec![
             Check::Url(url("http://127.0.0.1:4/r")),
             Check::Url(url("http://127.0.0.1:5/r")),
@@ -519,8 +491,8 @@ fn presets_add_to_the_lists_from_variables_and_options() {
     let from_env = config(
         "--mesh linkerd",
         &[
-            (var::GENERIC_QUIT_ENDPOINTS, "http://127.0.0.1:1/q"),
-            (var::TANDEM_READY_URLS, "http://127.0.0.1:1/r"),
+            ("GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:1/q"),
+            ("TANDEM_READY_URLS", "http://127.0.0.1:1/r"),
         ],
     );
     let from_options = config(
@@ -533,7 +505,7 @@ fn presets_add_to_the_lists_from_variables_and_options() {
             vec![url("http://127.0.0.1:1/q"), url(LINKERD_QUIT)]
         );
         assert_eq!(
-            c.checks,
+            c.ready.checks,
             vec![
                 Check::Url(url("http://127.0.0.1:1/r")),
                 Check::Url(url(LINKERD_READY)),
@@ -546,36 +518,36 @@ fn presets_add_to_the_lists_from_variables_and_options() {
 fn each_preset_contributes_its_endpoints() {
     let cases: &[(&str, Effect)] = &[
         ("istio", |c| {
-            c.checks = vec![Check::Url(url(ISTIO_READY))];
+            c.ready.checks = vec![Check::Url(url(ISTIO_READY))];
             c.quit.istio_quit = Some(url(ISTIO_QUIT));
-            c.quit.has_mesh = true;
+            c.quit.envoy_configured = true;
         }),
         ("envoy", |c| {
-            c.checks = vec![Check::Envoy(url(ENVOY_ADMIN))];
+            c.ready.checks = vec![Check::Envoy(url(ENVOY_ADMIN))];
             c.quit.admin = Some(url(ENVOY_ADMIN));
-            c.quit.has_mesh = true;
+            c.quit.envoy_configured = true;
         }),
         ("linkerd", |c| {
-            c.checks = vec![Check::Url(url(LINKERD_READY))];
+            c.ready.checks = vec![Check::Url(url(LINKERD_READY))];
             c.quit.generic = vec![url(LINKERD_QUIT)];
         }),
         ("cloudsql", |c| {
-            c.checks = vec![Check::Url(url(CLOUDSQL_READY))];
+            c.ready.checks = vec![Check::Url(url(CLOUDSQL_READY))];
             c.quit.generic = vec![url(CLOUDSQL_QUIT)];
         }),
         ("istio,cloudsql", |c| {
-            c.checks = vec![
+            c.ready.checks = vec![
                 Check::Url(url(ISTIO_READY)),
                 Check::Url(url(CLOUDSQL_READY)),
             ];
             c.quit.istio_quit = Some(url(ISTIO_QUIT));
             c.quit.generic = vec![url(CLOUDSQL_QUIT)];
-            c.quit.has_mesh = true;
+            c.quit.envoy_configured = true;
         }),
         ("ISTIO", |c| {
-            c.checks = vec![Check::Url(url(ISTIO_READY))];
+            c.ready.checks = vec![Check::Url(url(ISTIO_READY))];
             c.quit.istio_quit = Some(url(ISTIO_QUIT));
-            c.quit.has_mesh = true;
+            c.quit.envoy_configured = true;
         }),
     ];
     for (names, effect) in cases {
@@ -583,13 +555,9 @@ fn each_preset_contributes_its_endpoints() {
         effect(&mut expected);
         let option = config(&format!("--mesh {names}"), &[]);
         assert_eq!(option, expected, "--mesh {names}");
-        assert_eq!(
-            config("", &[(var::TANDEM_MESH, names)]),
-            expected,
-            "{names}"
-        );
+        assert_eq!(config("", &[("TANDEM_MESH", names)]), expected, "{names}");
         let spaced = names.replace(',', " , ");
-        let c = config("", &[(var::TANDEM_MESH, &spaced)]);
+        let c = config("", &[("TANDEM_MESH", &spaced)]);
         assert_eq!(c, expected, "TANDEM_MESH={spaced:?}");
         let repeated = names.replace(',', " --mesh ");
         let c = config(&format!("--mesh {repeated}"), &[]);
@@ -599,29 +567,29 @@ fn each_preset_contributes_its_endpoints() {
 
 #[test]
 fn explicit_settings_override_the_presets() {
-    let c = config(
-        "--mesh istio",
-        &[(var::ISTIO_QUIT_API, "http://localhost:1")],
-    );
+    let c = config("--mesh istio", &[("ISTIO_QUIT_API", "http://localhost:1")]);
     assert_eq!(c.quit.istio_quit, Some(url("http://localhost:1")));
 
     let c = config("--mesh istio --istio-quit http://localhost:2", &[]);
     assert_eq!(c.quit.istio_quit, Some(url("http://localhost:2")));
 
-    let c = config(
-        "--mesh envoy",
-        &[(var::ENVOY_ADMIN_API, "http://127.0.0.1:1")],
-    );
+    let c = config("--mesh envoy", &[("ENVOY_ADMIN_API", "http://127.0.0.1:1")]);
     assert_eq!(c.quit.admin, Some(url("http://127.0.0.1:1")));
-    assert_eq!(c.checks, vec![Check::Envoy(url("http://127.0.0.1:1"))]);
+    assert_eq!(
+        c.ready.checks,
+        vec![Check::Envoy(url("http://127.0.0.1:1"))]
+    );
 
     let c = config("--mesh envoy --admin http://127.0.0.1:2", &[]);
     assert_eq!(c.quit.admin, Some(url("http://127.0.0.1:2")));
-    assert_eq!(c.checks, vec![Check::Envoy(url("http://127.0.0.1:2"))]);
+    assert_eq!(
+        c.ready.checks,
+        vec![Check::Envoy(url("http://127.0.0.1:2"))]
+    );
 
     let c = config(
         "--mesh envoy",
-        &[(var::ENVOY_KILL_API, "http://127.0.0.1:3/k")],
+        &[("ENVOY_KILL_API", "http://127.0.0.1:3/k")],
     );
     assert_eq!(c.quit.envoy_quit, Some(url("http://127.0.0.1:3/k")));
     assert_eq!(c.quit.admin, Some(url(ENVOY_ADMIN)));
@@ -629,34 +597,38 @@ fn explicit_settings_override_the_presets() {
 
 #[test]
 fn istio_preset_with_an_admin_url_adds_the_envoy_check() {
-    let c = config("--mesh istio", &[(var::ENVOY_ADMIN_API, ADMIN)]);
+    let c = config("--mesh istio", &[("ENVOY_ADMIN_API", ADMIN)]);
     assert_eq!(
-        c.checks,
+        c.ready.checks,
         vec![Check::Envoy(url(ADMIN)), Check::Url(url(ISTIO_READY))]
     );
     assert_eq!(c.quit.admin, Some(url(ADMIN)));
     assert_eq!(c.quit.istio_quit, Some(url(ISTIO_QUIT)));
-    assert!(c.quit.has_mesh);
+    assert!(c.quit.envoy_configured);
 }
 
 #[test]
-fn has_mesh_needs_an_admin_url_or_an_istio_or_envoy_preset() {
+fn envoy_configured_needs_an_admin_url_or_an_istio_or_envoy_preset() {
     let cases: &[(&str, Env, bool)] = &[
         ("", &[], false),
         ("--admin http://127.0.0.1:15000", &[], true),
-        ("", &[(var::ENVOY_ADMIN_API, "http://10.0.0.1:15000")], true),
+        ("", &[("ENVOY_ADMIN_API", "http://10.0.0.1:15000")], true),
         ("--mesh istio", &[], true),
         ("--mesh envoy", &[], true),
         ("--mesh linkerd", &[], false),
         ("--mesh cloudsql", &[], false),
         ("--mesh linkerd,cloudsql", &[], false),
         ("--mesh cloudsql,istio", &[], true),
-        ("", &[(var::ISTIO_QUIT_API, ISTIO_QUIT)], false),
-        ("", &[(var::ENVOY_KILL_API, "http://127.0.0.1:1/k")], false),
+        ("", &[("ISTIO_QUIT_API", ISTIO_QUIT)], false),
+        ("", &[("ENVOY_KILL_API", "http://127.0.0.1:1/k")], false),
         ("--quit http://127.0.0.1:1/q", &[], false),
     ];
     for (args, env, expected) in cases {
-        assert_eq!(config(args, env).quit.has_mesh, *expected, "{args} {env:?}");
+        assert_eq!(
+            config(args, env).quit.envoy_configured,
+            *expected,
+            "{args} {env:?}"
+        );
     }
 }
 
@@ -664,9 +636,9 @@ fn has_mesh_needs_an_admin_url_or_an_istio_or_envoy_preset() {
 fn forward_to_is_child_or_group() {
     let cases: &[(&str, Env, ForwardTo)] = &[
         ("", &[], ForwardTo::Child),
-        ("", &[(var::TANDEM_FORWARD_TO, "child")], ForwardTo::Child),
-        ("", &[(var::TANDEM_FORWARD_TO, "group")], ForwardTo::Group),
-        ("", &[(var::TANDEM_FORWARD_TO, "GROUP")], ForwardTo::Group),
+        ("", &[("TANDEM_FORWARD_TO", "child")], ForwardTo::Child),
+        ("", &[("TANDEM_FORWARD_TO", "group")], ForwardTo::Group),
+        ("", &[("TANDEM_FORWARD_TO", "GROUP")], ForwardTo::Group),
         ("--forward-to group", &[], ForwardTo::Group),
         ("--forward-to child", &[], ForwardTo::Child),
     ];
@@ -680,12 +652,12 @@ fn forward_to_is_child_or_group() {
 fn https_url_is_an_error_without_tls() {
     let https = "https://127.0.0.1:15000";
     let cases: &[(&str, Env, &str)] = &[
-        ("", &[(var::ENVOY_ADMIN_API, https)], "ENVOY_ADMIN_API"),
+        ("", &[("ENVOY_ADMIN_API", https)], "ENVOY_ADMIN_API"),
         ("--admin https://127.0.0.1:15000", &[], "--admin"),
-        ("", &[(var::ISTIO_QUIT_API, https)], "ISTIO_QUIT_API"),
-        ("", &[(var::ENVOY_KILL_API, https)], "ENVOY_KILL_API"),
+        ("", &[("ISTIO_QUIT_API", https)], "ISTIO_QUIT_API"),
+        ("", &[("ENVOY_KILL_API", https)], "ENVOY_KILL_API"),
         ("--quit https://127.0.0.1:15000", &[], "--quit"),
-        ("", &[(var::TANDEM_READY_URLS, https)], "TANDEM_READY_URLS"),
+        ("", &[("TANDEM_READY_URLS", https)], "TANDEM_READY_URLS"),
     ];
     for (args, env, name) in cases {
         let msg = usage_error(args, env);
@@ -697,33 +669,33 @@ fn https_url_is_an_error_without_tls() {
 #[test]
 fn every_bad_value_is_a_usage_error_naming_the_setting_and_the_value() {
     let cases: &[(&str, &str)] = &[
-        (var::WAIT_FOR_ENVOY_TIMEOUT, "5x"),
-        (var::WAIT_FOR_ENVOY_TIMEOUT, "-1s"),
-        (var::QUIT_WITHOUT_ENVOY_TIMEOUT, "10"),
-        (var::QUIT_REQUEST_TIMEOUT, "soon"),
-        (var::TANDEM_POLL_MAX, "1.5"),
-        (var::START_WITHOUT_ENVOY, "maybe"),
-        (var::GENERIC_QUIT_ONLY, "on"),
-        (var::NEVER_KILL_ISTIO, "2"),
-        (var::NEVER_KILL_ENVOY, "nope"),
-        (var::NEVER_KILL_ISTIO_ON_FAILURE, "y"),
-        (var::ALWAYS_KILL_ENVOY, "always"),
-        (var::ENVOY_ADMIN_API, "ftp://127.0.0.1:15000"),
-        (var::ENVOY_ADMIN_API, "127.0.0.1:15000"),
-        (var::ENVOY_ADMIN_API, "http://"),
-        (var::ENVOY_ADMIN_API, "http://:15000"),
-        (var::ENVOY_ADMIN_API, "http://127.0.0.1:0"),
-        (var::ENVOY_ADMIN_API, "http://127.0.0.1:65536"),
-        (var::ISTIO_QUIT_API, "http://127.0.0.1:port"),
-        (var::ENVOY_KILL_API, "tcp://127.0.0.1:1"),
-        (var::GENERIC_QUIT_ENDPOINTS, "ftp://127.0.0.1:1"),
-        (var::TANDEM_READY_URLS, "http://127.0.0.1:0/ready"),
-        (var::TANDEM_MESH, "consul"),
-        (var::TANDEM_LOG, "loud"),
-        (var::ENVOY_PREFLIGHT_LOGGING, "verbose"),
-        (var::SCUTTLE_LOGGING, "2"),
-        (var::TANDEM_LOG_FORMAT, "xml"),
-        (var::TANDEM_FORWARD_TO, "parent"),
+        ("WAIT_FOR_ENVOY_TIMEOUT", "5x"),
+        ("WAIT_FOR_ENVOY_TIMEOUT", "-1s"),
+        ("QUIT_WITHOUT_ENVOY_TIMEOUT", "10"),
+        ("QUIT_REQUEST_TIMEOUT", "soon"),
+        ("TANDEM_POLL_MAX", "1.5"),
+        ("START_WITHOUT_ENVOY", "maybe"),
+        ("GENERIC_QUIT_ONLY", "on"),
+        ("NEVER_KILL_ISTIO", "2"),
+        ("NEVER_KILL_ENVOY", "nope"),
+        ("NEVER_KILL_ISTIO_ON_FAILURE", "y"),
+        ("ALWAYS_KILL_ENVOY", "always"),
+        ("ENVOY_ADMIN_API", "ftp://127.0.0.1:15000"),
+        ("ENVOY_ADMIN_API", "127.0.0.1:15000"),
+        ("ENVOY_ADMIN_API", "http://"),
+        ("ENVOY_ADMIN_API", "http://:15000"),
+        ("ENVOY_ADMIN_API", "http://127.0.0.1:0"),
+        ("ENVOY_ADMIN_API", "http://127.0.0.1:65536"),
+        ("ISTIO_QUIT_API", "http://127.0.0.1:port"),
+        ("ENVOY_KILL_API", "tcp://127.0.0.1:1"),
+        ("GENERIC_QUIT_ENDPOINTS", "ftp://127.0.0.1:1"),
+        ("TANDEM_READY_URLS", "http://127.0.0.1:0/ready"),
+        ("TANDEM_MESH", "consul"),
+        ("TANDEM_LOG", "loud"),
+        ("ENVOY_PREFLIGHT_LOGGING", "verbose"),
+        ("SCUTTLE_LOGGING", "2"),
+        ("TANDEM_LOG_FORMAT", "xml"),
+        ("TANDEM_FORWARD_TO", "parent"),
     ];
     for (name, value) in cases {
         let msg = usage_error("", &[(name, value)]);
@@ -759,7 +731,7 @@ fn bad_item_in_a_list_is_named_with_its_setting() {
     let cases: &[(&str, Env, &str, &str)] = &[
         (
             "",
-            &[(var::GENERIC_QUIT_ENDPOINTS, "http://127.0.0.1:1/a, ftp://b")],
+            &[("GENERIC_QUIT_ENDPOINTS", "http://127.0.0.1:1/a, ftp://b")],
             "GENERIC_QUIT_ENDPOINTS",
             "ftp://b",
         ),
@@ -771,7 +743,7 @@ fn bad_item_in_a_list_is_named_with_its_setting() {
         ),
         (
             "",
-            &[(var::TANDEM_MESH, "istio,consul")],
+            &[("TANDEM_MESH", "istio,consul")],
             "TANDEM_MESH",
             "consul",
         ),
@@ -791,7 +763,7 @@ fn non_utf8_variable_is_a_usage_error_naming_it() {
     use std::os::unix::ffi::OsStringExt;
     let cli = crate::cli::parse(Vec::<OsString>::new()).unwrap();
     let env = |name: &str| {
-        (name == var::ENVOY_ADMIN_API).then(|| OsString::from_vec(b"http://\xff".to_vec()))
+        (name == "ENVOY_ADMIN_API").then(|| OsString::from_vec(b"http://\xff".to_vec()))
     };
     match build(&cli, &env) {
         Err(Error::Usage(msg)) => assert!(msg.contains("ENVOY_ADMIN_API"), "{msg}"),
@@ -863,45 +835,14 @@ impl Noise {
 
 #[test]
 fn no_input_makes_the_configuration_panic() {
-    use var::*;
     let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
-    let names = [
-        ENVOY_ADMIN_API,
-        START_WITHOUT_ENVOY,
-        WAIT_FOR_ENVOY_TIMEOUT,
-        QUIT_WITHOUT_ENVOY_TIMEOUT,
-        ISTIO_QUIT_API,
-        ENVOY_KILL_API,
-        GENERIC_QUIT_ENDPOINTS,
-        GENERIC_QUIT_ONLY,
-        QUIT_REQUEST_TIMEOUT,
-        NEVER_KILL_ISTIO,
-        NEVER_KILL_ENVOY,
-        NEVER_KILL_ISTIO_ON_FAILURE,
-        ALWAYS_KILL_ENVOY,
-        SCUTTLE_LOGGING,
-        ENVOY_PREFLIGHT_LOGGING,
-        TANDEM_LOG,
-        TANDEM_LOG_FORMAT,
-        TANDEM_READY_URLS,
-        TANDEM_MESH,
-        TANDEM_POLL_MAX,
-        TANDEM_FORWARD_TO,
-    ];
-    let options = [
-        "--admin",
-        "--wait-timeout",
-        "--quit",
-        "--ready",
-        "--mesh",
-        "--poll-max",
-        "--log",
-        "--forward-to",
-        "--no-wait",
-        "--quit-timeout",
-        "--bogus",
-        "--",
-    ];
+    let names = all_variables();
+    let options: Vec<&str> = options::OPTIONS
+        .iter()
+        .map(|spec| spec.name)
+        .filter(|name| !["--help", "--version"].contains(name))
+        .chain(["--bogus", "--"])
+        .collect();
     for _ in 0..20_000 {
         let mut vars = HashMap::new();
         for _ in 0..noise.next() % 4 {

@@ -1,14 +1,21 @@
-//! Harness for integration tests: the fake sidecar, and helpers that run the real
-//! `tandem` binary with a clean environment under a kill timeout, capture its
-//! output, signal it, and dump everything when a test fails (STYLE §7.3).
+//! The one shared layer of the integration tests (no test module imports from
+//! another): the fake sidecar (the `fake-sidecar` dev crate), helpers that run the
+//! real `tandem` binary with a clean environment under a kill timeout, capture its
+//! output, signal it, and dump everything when a test fails (STYLE §7.3); the
+//! `/proc` reader, the recorder app, and the prerequisites with their one `skip`.
 
-// Each test module uses a different subset of these helpers.
-#![allow(dead_code)]
-
-pub mod fake_admin;
+pub mod envoy;
+pub mod prereq;
+pub mod procfs;
+mod recorder;
 mod setup;
 
-pub use fake_admin::{FakeAdmin, Fault, Flavor, Req, Script};
+pub use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift};
+pub use prereq::{no_real_pilot_agent, on_fixed_ports, pid_namespace_available, python};
+pub use procfs::{
+    stat_after_comm, state, status_field, status_number, status_text_field, task_status_number,
+};
+pub use recorder::Recorder;
 pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
 
 use std::ffi::OsString;
@@ -23,14 +30,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Signal numbers on x86_64 and aarch64 Linux.
-pub const SIGHUP: i32 = 1;
-pub const SIGINT: i32 = 2;
-pub const SIGQUIT: i32 = 3;
-pub const SIGKILL: i32 = 9;
-pub const SIGUSR1: i32 = 10;
-pub const SIGUSR2: i32 = 12;
-pub const SIGTERM: i32 = 15;
+pub use libc::{SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGUSR1};
+
+/// Kill timeout of a whole tandem run: a hang guard, generous for a loaded CI box
+/// (a run that should take a second gets thirty).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bound on any single wait for an app or a process to react.
+pub const REACT: Duration = Duration::from_secs(10);
 
 /// `PATH` for the child when the test process has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -39,11 +45,6 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 /// Interval of [`wait_until`] and of the exit check in [`Running::wait`].
 const POLL: Duration = Duration::from_millis(5);
-
-// std links libc already; one declaration avoids a dependency for one call.
-unsafe extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
-}
 
 /// `tandem` from this build, with an empty environment except `PATH`, and every
 /// signal at its default action (see [`default_signals`]).
@@ -152,14 +153,17 @@ pub fn spawn(cmd: &mut Command) -> Running {
     }
 }
 
-/// A child's output, collected by a thread as it arrives.
-struct Pipe {
+/// A child's output (a pipe, a terminal's master side), collected by a thread as
+/// it arrives, so the writer never blocks on a full buffer.
+pub struct Pipe {
     bytes: Arc<Mutex<Vec<u8>>>,
     closed: Receiver<()>,
 }
 
 impl Pipe {
-    fn drain(mut source: impl Read + Send + 'static) -> Pipe {
+    /// Starts reading `source` until EOF or an error (a terminal's master gets EIO
+    /// once every slave descriptor is closed).
+    pub fn drain(mut source: impl Read + Send + 'static) -> Pipe {
         let bytes = Arc::new(Mutex::new(Vec::new()));
         let (done, closed) = mpsc::channel();
         let sink = Arc::clone(&bytes);
@@ -175,7 +179,8 @@ impl Pipe {
         Pipe { bytes, closed }
     }
 
-    fn snapshot(&self) -> Vec<u8> {
+    /// Everything read so far.
+    pub fn snapshot(&self) -> Vec<u8> {
         self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -211,16 +216,8 @@ impl Running {
             "cannot send signal {sig}: tandem already exited\n{}",
             self.dump_so_far()
         );
-        // SAFETY: kill has no memory effects; the pid is our unreaped child, so it
-        // cannot have been reused by another process.
-        let rc = unsafe { kill(self.pid(), sig) };
-        assert_eq!(
-            rc,
-            0,
-            "kill({}, {sig}): {}",
-            self.pid(),
-            std::io::Error::last_os_error()
-        );
+        // The pid is our unreaped child, so it cannot have been reused.
+        kill(self.pid(), sig);
     }
 
     /// Whether the child is still running.
@@ -235,6 +232,7 @@ impl Running {
     }
 
     /// Stdout written so far.
+    #[allow(dead_code, reason = "harness API kept for tests that stream stdout")]
     pub fn stdout_so_far(&self) -> Vec<u8> {
         self.stdout.snapshot()
     }
@@ -301,6 +299,19 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.kill_and_reap();
     }
+}
+
+/// Sends `sig` to `pid` (a process, or with a negative pid a group); panics if
+/// that fails. The caller knows `pid` is alive and not reused.
+pub fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory effects.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {sig}): {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// Polls `cond` every few milliseconds until it holds or `timeout` passes; `true`

@@ -1,0 +1,44 @@
+//! What tandem does before (and instead of) reading its configuration: `--help`,
+//! `--version`, `--install-to`, the missing-COMMAND error, and any failure that
+//! ends tandem before a run (SPEC §1, §7).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::Action;
+use crate::error::{EX_SOFTWARE, EX_USAGE, Error};
+use crate::{install, log, options};
+
+/// Carries out `action` and says how tandem exits.
+pub fn act(action: &Action) -> ExitCode {
+    match action {
+        Action::Help => print_stdout(&options::help()),
+        Action::Version => print_stdout(&options::version()),
+        Action::InstallTo(dir) => match install::install_to(dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        },
+    }
+}
+
+/// Neither a COMMAND nor a task option: the error, then the usage on stderr.
+pub fn no_command() -> ExitCode {
+    log::error!("no COMMAND given (try --help)");
+    let _ = std::io::stderr().write_all(options::help().as_bytes());
+    ExitCode::from(EX_USAGE)
+}
+
+/// Logs `e` and exits with its code.
+pub fn fail(e: &Error) -> ExitCode {
+    log::error!("{e}");
+    ExitCode::from(e.exit_code())
+}
+
+/// The only place tandem writes to stdout: what `--help` and `--version` print.
+fn print_stdout(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(EX_SOFTWARE),
+    }
+}

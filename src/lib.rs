@@ -1,0 +1,30 @@
+//! tandem's library: every phase of the lifecycle that `main.rs` tells, one module
+//! each (ARCHITECTURE.md says which owns what). The binary is `main.rs`; the
+//! library exists so tests, fuzzers and docs can read the option table and the
+//! parsers directly.
+
+#![warn(missing_docs)]
+// An unsafe block holds the one call it needs, so its SAFETY comment covers it all.
+// (For src only until tests/ and examples/ follow; then it moves to Cargo.toml.)
+#![deny(clippy::multiple_unsafe_ops_per_block)]
+
+pub mod act;
+pub mod child;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod http;
+pub mod install;
+pub mod log;
+pub mod mesh;
+pub mod options;
+pub mod outcome;
+pub mod procfs;
+pub mod quit;
+pub mod ready;
+pub mod reap;
+pub mod resolve;
+pub mod signals;
+pub mod terminal;
+pub mod values;

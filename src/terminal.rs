@@ -1,0 +1,123 @@
+//! Job control on a terminal (SPEC §4): when tandem runs on its controlling
+//! terminal, the app gets the foreground and tandem passes its stops on to the
+//! shell, so Ctrl-C, Ctrl-Z and `fg` work as if the app ran alone.
+//!
+//! One `JobControl` value, made once by `JobControl::take` just before the spawn,
+//! is handed to each part that acts on the terminal:
+//! - `child` runs `in_child` between fork and exec: the app's group takes the
+//!   foreground (only if tandem had it) and gets back the stop dispositions.
+//! - the relay (`signals`) calls `on_continue` on every SIGCONT: `fg` gave tandem
+//!   the terminal, so it hands it on to the app.
+//! - `reap` waits for stops too and calls `pass_on_stop`: tandem stops with the
+//!   app, so the shell prints its prompt, and `fg` resumes both.
+//!
+//! Invariants: SIGTTIN/SIGTTOU stay ignored in tandem from `take` on, so it can
+//! hand over the terminal and log from the background without being stopped; the
+//! app's pid is only ever used while it is unreaped (the relay's lock and `reap`'s
+//! order guarantee it), so `tcsetpgrp` and `kill` never reach a reused pid.
+
+use std::io;
+
+/// tandem runs on its controlling terminal: job control for the app is its job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobControl {
+    /// SIGTTIN's disposition as tandem found it, restored in the app.
+    ttin: libc::sighandler_t,
+    /// SIGTTOU's disposition as tandem found it, restored in the app.
+    ttou: libc::sighandler_t,
+    /// tandem was in the terminal's foreground at the spawn: the app takes it.
+    foreground: bool,
+}
+
+impl JobControl {
+    /// `Some` when stdin is tandem's controlling terminal, in the foreground or
+    /// not; then SIGTTIN and SIGTTOU are ignored from here on (see the invariants).
+    pub fn take() -> Option<JobControl> {
+        if !on_terminal() {
+            return None;
+        }
+        // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
+        let ttin = unsafe { libc::signal(libc::SIGTTIN, libc::SIG_IGN) };
+        // SAFETY: as above.
+        let ttou = unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
+        Some(JobControl {
+            ttin,
+            ttou,
+            foreground: owns_terminal(),
+        })
+    }
+
+    /// In the app, between fork and exec: takes the foreground if tandem had it,
+    /// and restores the terminal stops. Makes async-signal-safe calls only.
+    pub fn in_child(&self) -> io::Result<()> {
+        if self.foreground {
+            // SIGTTOU is still ignored here, so the new group may take the terminal.
+            // SAFETY: getpid takes nothing and returns a plain integer.
+            let me = unsafe { libc::getpid() };
+            // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
+            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, me) };
+        }
+        // SAFETY: restores a disposition `signal` returned earlier in this process.
+        let ttin = unsafe { libc::signal(libc::SIGTTIN, self.ttin) };
+        // SAFETY: as above.
+        let ttou = unsafe { libc::signal(libc::SIGTTOU, self.ttou) };
+        if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// A SIGCONT is being relayed to `app`: if `fg` gave tandem the terminal
+    /// (after a Ctrl-Z, or after starting in the background), the app gets it.
+    /// A `bg` leaves it where it is. Call while `app` is unreaped.
+    pub fn on_continue(&self, app: libc::pid_t) {
+        if owns_terminal() {
+            // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
+            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, app) };
+        }
+    }
+
+    /// The app (`app`, its group leader) stopped on signal `sig` at its terminal:
+    /// tandem stops too, so the shell that started it gets its prompt back and
+    /// `fg` resumes both. As PID 1 (`docker run -it`) there is no such shell, and
+    /// the kernel would not stop PID 1 anyway: the app's group is resumed instead.
+    pub fn pass_on_stop(&self, app: libc::pid_t, sig: i32) {
+        if !matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+            return;
+        }
+        // SAFETY: getpid takes nothing and returns a plain integer.
+        let me = unsafe { libc::getpid() };
+        if me == 1 {
+            crate::log::warning!(
+                "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
+            );
+            // SAFETY: kill takes plain integers; the app is unreaped (see the invariants).
+            unsafe { libc::kill(-app, libc::SIGCONT) };
+        } else {
+            crate::log::debug!("the app was stopped by signal {sig}; stopping too");
+            // SAFETY: kill takes plain integers.
+            unsafe { libc::kill(me, libc::SIGSTOP) };
+        }
+    }
+}
+
+/// True when stdin is tandem's controlling terminal, in the foreground or not.
+fn on_terminal() -> bool {
+    // SAFETY: isatty takes and returns plain integers.
+    let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+    // SAFETY: tcgetsid takes and returns plain integers.
+    let terminal_session = || unsafe { libc::tcgetsid(libc::STDIN_FILENO) };
+    // SAFETY: getsid takes and returns plain integers.
+    tty && terminal_session() == unsafe { libc::getsid(0) }
+}
+
+/// True when stdin is a terminal whose foreground process group is tandem's own:
+/// only then may tandem hand the terminal to the app.
+fn owns_terminal() -> bool {
+    // SAFETY: isatty takes and returns plain integers.
+    let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+    // SAFETY: tcgetpgrp takes and returns plain integers.
+    let foreground_group = || unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
+    // SAFETY: getpgrp takes nothing and returns a plain integer.
+    tty && foreground_group() == unsafe { libc::getpgrp() }
+}
