@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
+mod compat;
 /// `--help` and the README against the option table.
 mod docs;
 /// The fake sidecar and the harness themselves.
@@ -11,8 +13,14 @@ mod fake;
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// Init-grade: the app's mask, SIGTTIN/SIGTTOU, faults sent with kill, real faults (SPEC §4).
+mod init;
+/// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
+mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
 mod lifecycle;
+/// tandem invoked as `linkerd-await`: its command line, its meaning (SPEC §2).
+mod linkerd_await;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
 mod logs;
 /// The `--mesh` presets on their fixed ports, skipped where a port is taken (SPEC §6).
@@ -25,8 +33,12 @@ mod ready;
 mod real_envoy;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
+/// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).
+mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
 mod support;
+/// The termination message: reasons, credentials, the app's file, `off` (SPEC §7).
+mod termination;
 /// Ctrl-C and Ctrl-Z under a real pseudo-terminal (SPEC §4).
 mod tty;
