@@ -31,7 +31,9 @@ DOCKERFILES = Dockerfile.distroless
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
-SIZE_BUDGET_KIB = 800
+# The budget is issue 14's goal, tini-static's 708,080 bytes (x86_64), not met yet:
+# BENCHMARKS.md says where the bytes go. aarch64 binaries are smaller.
+SIZE_BUDGET_BYTES = 708080
 SIZE_LIMIT_KIB = 900
 # Crates in `cargo tree -e normal` of the default build, tandem itself (the package
 # tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
@@ -135,15 +137,15 @@ deps:
 	if [ -n "$$tls" ]; then echo "deps: FAILED: TLS crates in the default build: $$tls" >&2; exit 1; fi; \
 	if [ "$$n" -gt $(DEPS_MAX) ]; then echo "deps: FAILED: more than $(DEPS_MAX) crates" >&2; exit 1; fi
 
-## size: the stripped binary is within SIZE_LIMIT_KIB (warns above SIZE_BUDGET_KIB).
+## size: the stripped binary is within SIZE_LIMIT_KIB (warns above SIZE_BUDGET_BYTES).
 size: static
 	@bytes=$$(stat -c %s $(BIN)); \
 	kib=$$(awk -v b="$$bytes" 'BEGIN { printf "%.1f", b / 1024 }'); \
-	echo "size: $(BIN): $$bytes bytes ($$kib KiB); budget $(SIZE_BUDGET_KIB) KiB, limit $(SIZE_LIMIT_KIB) KiB"; \
+	echo "size: $(BIN): $$bytes bytes ($$kib KiB); budget $(SIZE_BUDGET_BYTES) bytes, limit $(SIZE_LIMIT_KIB) KiB"; \
 	if [ "$$bytes" -gt $$(( $(SIZE_LIMIT_KIB) * 1024 )) ]; then \
 		echo "size: FAILED: above the $(SIZE_LIMIT_KIB) KiB limit" >&2; exit 1; fi; \
-	if [ "$$bytes" -gt $$(( $(SIZE_BUDGET_KIB) * 1024 )) ]; then \
-		echo "size: warning: above the $(SIZE_BUDGET_KIB) KiB budget" >&2; fi
+	if [ "$$bytes" -gt $(SIZE_BUDGET_BYTES) ]; then \
+		echo "size: warning: $$(( bytes - $(SIZE_BUDGET_BYTES) )) bytes above the $(SIZE_BUDGET_BYTES)-byte budget" >&2; fi
 
 ## check-static: no program interpreter and no shared libraries, so the binary
 ## runs in `scratch`.
@@ -214,8 +216,9 @@ clean:
 ## (copy a real run into BENCHMARKS.md). Takes a few minutes.
 ## bench-smoke: the same in a short mode (CI keeps it working; numbers not for quoting).
 ## Both measure the static musl build when the $(TARGET) target is installed,
-## else the glibc release build, and install hyperfine and GNU time (Debian's
-## packages, used for cross-checks) when run as root and missing.
+## else the glibc release build, and install hyperfine and GNU time (cross-checks),
+## strace (system calls) and tini and dumb-init (measured side by side), Debian's
+## packages, when run as root and missing.
 .PHONY: bench bench-smoke bench-deps
 
 bench: BENCH_FLAGS = --markdown target/bench/results.md
@@ -242,11 +245,14 @@ bench-deps:
 	@missing=; \
 	command -v hyperfine >/dev/null || missing="$$missing hyperfine"; \
 	[ -x /usr/bin/time ] || missing="$$missing time"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v tini >/dev/null || missing="$$missing tini"; \
+	command -v dumb-init >/dev/null || missing="$$missing dumb-init"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "bench: installing$$missing (Debian packages)"; \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing </dev/null; } \
-	    || echo "bench: could not install$$missing: their cross-checks are skipped"; \
+	    || echo "bench: could not install$$missing: their figures are skipped"; \
 	else \
-	  echo "bench:$$missing missing (apt-get needs root): their cross-checks are skipped"; \
+	  echo "bench:$$missing missing (apt-get needs root): their figures are skipped"; \
 	fi

@@ -18,7 +18,7 @@
 #[path = "../tests/support/envoy.rs"]
 mod envoy;
 
-use fake_sidecar::{FakeAdmin, Script, Xorshift, mono_ns};
+use fake_sidecar::{FakeAdmin, Fault, Script, Xorshift, mono_ns};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -32,8 +32,24 @@ use std::time::{Duration, Instant};
 /// `PATH` for every process the harness starts; the environment is otherwise empty,
 /// so no variable of the caller's shell configures tandem by accident.
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// tandem's default `TANDEM_POLL_MAX`: the readiness goal and poll floor follow it.
-const POLL_MAX: Duration = Duration::from_millis(250);
+/// tandem's default `TANDEM_POLL_MAX`: the jitter and the poll floor follow it.
+const POLL_MAX: Duration = Duration::from_millis(80);
+/// Readiness goals (issue 14): the app runs within these of the sidecar turning ready.
+const READY_P50_GOAL: f64 = 50e6;
+const READY_P99_GOAL: f64 = 100e6;
+/// Most polls a second the sidecar should see while tandem waits: "about 10",
+/// read as at most 13 (the 80 ms cap gives about 12.3).
+const POLL_RATE_GOAL: f64 = 13.0;
+/// The goal column of the readiness rows.
+const READY_GOAL: &str = "p50 ≤ 50 ms, p99 ≤ 100 ms";
+/// Size goal: tini-static 0.19's x86_64 binary, which speaks no HTTP.
+const SIZE_GOAL: u64 = 708_080;
+/// Most system calls of `tandem true`, its child's included (`strace -f -c`).
+const SYSCALL_GOAL: f64 = 150.0;
+/// The quit phase ends within this of its bound, whatever the endpoints do.
+const QUIT_BOUND_SLACK: Duration = Duration::from_millis(20);
+/// tandem's default quit bound (`--quit-timeout`).
+const QUIT_BOUND: Duration = Duration::from_secs(5);
 /// How late each quit endpoint answers in figure 5.
 const QUIT_DELAY: Duration = Duration::from_millis(200);
 /// Gap between starting concurrent readiness runs, so their spawns do not collide.
@@ -47,6 +63,8 @@ struct Plan {
     /// (wait, samples, concurrent runs per batch)
     ready_waits: Vec<(Duration, usize, usize)>,
     release_runs: usize,
+    hang_runs: usize,
+    strace_runs: usize,
     signal_pairs: usize,
     idle_runs: usize,
     idle_sleep: Duration,
@@ -66,6 +84,8 @@ impl Plan {
                 (Duration::from_secs(30), 20, 20),
             ],
             release_runs: 20,
+            hang_runs: 3,
+            strace_runs: 5,
             signal_pairs: 100,
             idle_runs: 3,
             idle_sleep: Duration::from_secs(5),
@@ -84,6 +104,8 @@ impl Plan {
                 (Duration::from_secs(5), 4, 4),
             ],
             release_runs: 3,
+            hang_runs: 1,
+            strace_runs: 1,
             signal_pairs: 10,
             idle_runs: 1,
             idle_sleep: Duration::from_secs(2),
@@ -122,6 +144,56 @@ struct Bench {
     /// Absolute paths of the probe and `true`.
     probe: String,
     true_bin: String,
+    /// Other init-like prefixes measured side by side (those installed).
+    peers: Vec<Peer>,
+}
+
+/// Another process supervisor, run as `PATH PREFIX… COMMAND…` like tandem.
+#[derive(Clone)]
+struct Peer {
+    /// "tini 0.19.0".
+    name: String,
+    path: String,
+    prefix: Vec<&'static str>,
+}
+
+impl Peer {
+    /// tini (`-s`: a subreaper, as tandem is, and no warning off PID 1) and
+    /// dumb-init, Debian's packages, when found in `PATH`.
+    fn installed() -> Vec<Peer> {
+        let mut peers = Vec::new();
+        for (bin, prefix) in [("tini", vec!["-s", "--"]), ("dumb-init", vec![])] {
+            let Some(path) = find_in_path(bin) else {
+                continue;
+            };
+            let version = Command::new(&path)
+                .arg("--version")
+                .output()
+                .map(|out| {
+                    let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                        + &String::from_utf8_lossy(&out.stderr);
+                    text.split_whitespace()
+                        .last()
+                        .unwrap_or("?")
+                        .trim_start_matches('v')
+                        .to_owned()
+                })
+                .unwrap_or_else(|_| "?".to_owned());
+            peers.push(Peer {
+                name: format!("{bin} {version}"),
+                path,
+                prefix,
+            });
+        }
+        peers
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(&self.prefix).args(args);
+        quiet(&mut cmd, &[]);
+        cmd
+    }
 }
 
 fn main() -> ExitCode {
@@ -197,15 +269,24 @@ fn run(args: Args) -> io::Result<()> {
         files: 0,
         probe,
         true_bin,
+        peers: Peer::installed(),
     };
+    if bench.peers.len() < 2 {
+        bench.notes.push(
+            "tini or dumb-init is not installed (`make bench-deps` installs Debian's): \
+             its columns are missing"
+                .to_owned(),
+        );
+    }
     type Step = fn(&mut Bench) -> io::Result<()>;
-    let steps: [(&str, Step); 8] = [
+    let steps: [(&str, Step); 9] = [
         ("1 binary size", Bench::size),
         ("2 peak RSS", Bench::peak_rss),
         ("3 start-up", Bench::startup),
         ("4 readiness detection", Bench::readiness),
         ("4 readiness, real Envoy", Bench::readiness_real_envoy),
         ("5 release", Bench::release),
+        ("5 quit bound", Bench::quit_bound),
         ("6 signal relay", Bench::signal_relay),
         ("7 idle cost", Bench::idle),
     ];
@@ -289,9 +370,14 @@ impl Bench {
             },
             None => "—".to_owned(),
         };
-        let goal = 800 * 1024;
         let figure = format!("1 binary size ({})", self.args.build);
-        self.row(&figure, kib(size), floor, "≤ 800 KiB", Some(size <= goal));
+        self.row(
+            &figure,
+            kib(size),
+            floor,
+            &format!("≤ {SIZE_GOAL} B (tini-static)"),
+            Some(size <= SIZE_GOAL),
+        );
         Ok(())
     }
 
@@ -305,14 +391,14 @@ impl Bench {
                 // ptrace may be forbidden in some sandboxes: say so, do not stop.
                 for figure in ["2 peak RSS, no sidecar", "2 peak RSS, ready sidecar"] {
                     let why = format!("not measured: {err}");
-                    self.row(figure, why, "—".to_owned(), "≤ 1.5 MiB", None);
+                    self.row(figure, why, "—".to_owned(), "≤ 800 KiB", None);
                 }
                 return Ok(());
             }
         };
         let floor = Summary::of(&floor);
         let floor_text = format!("{} (`true`)", kib_summary(&floor));
-        let limit = 1536.0;
+        let limit = 800.0;
         for (figure, samples) in [
             ("2 peak RSS, no sidecar", &bare),
             ("2 peak RSS, ready sidecar", &sidecar),
@@ -323,7 +409,7 @@ impl Bench {
                 figure,
                 kib_summary(&s),
                 floor_text.clone(),
-                "≤ 1.5 MiB",
+                "≤ 800 KiB",
                 Some(met),
             );
         }
@@ -374,45 +460,159 @@ impl Bench {
         Ok((floor, bare, sidecar))
     }
 
-    /// Figure 3: `tandem true` against `true`, alternating, fork to waitpid return.
+    /// Figure 3: `true`, `tandem true` and each peer's `true`, round robin, spawn
+    /// to waitpid return; CPU (user + system, the child's included) from `wait4`.
     fn startup(&mut self) -> io::Result<()> {
         let true_bin = self.true_bin.clone();
-        let mut direct = Vec::new();
-        let mut wrapped = Vec::new();
+        let peers = self.peers.clone();
+        // Slot 0: `true`; 1: tandem; 2…: the peers.
+        let mut wall = vec![Vec::new(); 2 + peers.len()];
+        let mut cpu = vec![Vec::new(); 2 + peers.len()];
         for i in 0..self.plan.startup_warmup + self.plan.startup_pairs {
-            let d = time_run(self.direct(&true_bin, &[]))?;
-            let t = time_run(self.tandem(&[], &["true"]))?;
-            if i >= self.plan.startup_warmup {
-                direct.push(d);
-                wrapped.push(t);
+            let mut cmds = vec![self.direct(&true_bin, &[]), self.tandem(&[], &["true"])];
+            cmds.extend(peers.iter().map(|p| p.command(&[&true_bin])));
+            for (slot, cmd) in cmds.into_iter().enumerate() {
+                let (w, c) = time_run(cmd)?;
+                if i >= self.plan.startup_warmup {
+                    wall[slot].push(w);
+                    cpu[slot].push(c);
+                }
             }
         }
-        let d = Summary::of(&direct);
-        let t = Summary::of(&wrapped);
+        let d = Summary::of(&wall[0]);
+        let t = Summary::of(&wall[1]);
         let added = t.p50 - d.p50;
+        let beside = |each: &dyn Fn(usize) -> String| -> String {
+            peers
+                .iter()
+                .enumerate()
+                .map(|(k, p)| format!("; {} {}", p.name, each(2 + k)))
+                .collect()
+        };
         let pairs = self.plan.startup_pairs;
         self.row(
             "3 start-up, wall time",
             ms_summary(&t),
-            format!("{} (`true`)", ms_summary(&d)),
+            format!(
+                "{} (`true`){}",
+                ms_summary(&d),
+                beside(&|k| ms(Summary::of(&wall[k]).p50))
+            ),
             "—",
             None,
         );
         self.row(
             "3 start-up, added",
             format!("+{} (×{:.1})", ms(added), t.p50 / d.p50),
-            "0".to_owned(),
+            format!(
+                "0{}",
+                beside(&|k| format!("+{}", ms(Summary::of(&wall[k]).p50 - d.p50)))
+            ),
             "≤ 1 ms median",
             Some(added <= 1e6),
         );
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let us = |ns: f64| format!("{:.0} µs", ns / 1e3);
+        let floor_cpu = mean(&cpu[0]);
+        let tandem_cpu = mean(&cpu[1]);
+        let tini_cpu = peers
+            .iter()
+            .position(|p| p.name.starts_with("tini"))
+            .map(|k| mean(&cpu[2 + k]));
+        self.row(
+            "3 start-up CPU, user + system a run (mean)",
+            format!("{} (×{:.1})", us(tandem_cpu), tandem_cpu / floor_cpu),
+            format!(
+                "{} (`true`){}",
+                us(floor_cpu),
+                beside(&|k| format!("{} (×{:.1})", us(mean(&cpu[k])), mean(&cpu[k]) / floor_cpu))
+            ),
+            "≤ tini's",
+            tini_cpu.map(|tini| tandem_cpu <= tini),
+        );
         self.notes.push(format!(
-            "start-up: {pairs} alternating pairs after {} warm-up pairs, spawn to waitpid \
-             return, median [p10–p90]",
+            "start-up: {pairs} rounds of `true`, `tandem true`{} after {} warm-up rounds, \
+             spawn to waitpid return, median [p10–p90]; CPU is wait4's ru_utime + ru_stime \
+             (the process and its reaped child), mean",
+            peers
+                .iter()
+                .map(|p| format!(", `{} true`", p.name))
+                .collect::<String>(),
             self.plan.startup_warmup
         ));
+        self.syscalls()?;
         if let Some(note) = self.hyperfine_cross_check()? {
             self.notes.push(note);
         }
+        Ok(())
+    }
+
+    /// Figure 3: system calls of `true`, `tandem true` and the peers' `true`, child
+    /// included, as `strace -f -c` counts them (median of a few runs: tandem's relay
+    /// thread may or may not finish its registrations before `true` exits).
+    fn syscalls(&mut self) -> io::Result<()> {
+        if find_in_path("strace").is_none() || self.plan.strace_runs == 0 {
+            self.notes
+                .push("system calls: not counted, strace is not installed".to_owned());
+            return Ok(());
+        }
+        let true_bin = self.true_bin.clone();
+        let tandem = self.args.tandem.to_string_lossy().into_owned();
+        let mut runs: Vec<(String, Vec<String>)> = vec![
+            ("`true`".to_owned(), vec![true_bin.clone()]),
+            ("tandem".to_owned(), vec![tandem, true_bin.clone()]),
+        ];
+        for peer in &self.peers {
+            let mut argv = vec![peer.path.clone()];
+            argv.extend(peer.prefix.iter().map(|a| (*a).to_owned()));
+            argv.push(true_bin.clone());
+            runs.push((peer.name.clone(), argv));
+        }
+        let mut counts = Vec::new();
+        for (_, argv) in &runs {
+            let mut samples = Vec::new();
+            for _ in 0..self.plan.strace_runs {
+                let out = self.scratch();
+                let mut cmd = Command::new("strace");
+                cmd.args(["-f", "-c", "-o"]).arg(&out).arg("--").args(argv);
+                quiet(&mut cmd, &[]);
+                if !cmd.status()?.success() {
+                    // ptrace may be forbidden in some sandboxes: say so, do not stop.
+                    self.notes
+                        .push(format!("system calls: not counted, strace {argv:?} failed"));
+                    return Ok(());
+                }
+                // "100.00  0.000123  1  211  3 total": calls is the fourth column.
+                let text = fs::read_to_string(&out)?;
+                let calls = text
+                    .lines()
+                    .rev()
+                    .find(|l| l.trim_end().ends_with("total"))
+                    .and_then(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
+                    .ok_or_else(|| io::Error::other("strace -c printed no total"))?;
+                samples.push(calls);
+            }
+            counts.push(Summary::of(&samples));
+        }
+        let tandem = &counts[1];
+        let others: String = runs
+            .iter()
+            .zip(&counts)
+            .filter(|((name, _), _)| name != "tandem")
+            .map(|((name, _), c)| format!("{name} {:.0}", c.p50))
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.row(
+            "3 start-up, system calls (strace -f -c, child included)",
+            format!("{:.0} [{:.0}–{:.0}]", tandem.p50, tandem.min, tandem.max),
+            others,
+            &format!("≤ {SYSCALL_GOAL:.0}"),
+            Some(tandem.p50 <= SYSCALL_GOAL),
+        );
+        self.notes.push(format!(
+            "system calls: strace -f -c, {} run(s) each, median [min–max]",
+            self.plan.strace_runs
+        ));
         Ok(())
     }
 
@@ -460,6 +660,8 @@ impl Bench {
         for (wait, samples, batch) in self.plan.ready_waits.clone() {
             let mut latencies = Vec::new();
             let mut polls = Vec::new();
+            let mut connections = Vec::new();
+            let mut rates = Vec::new();
             while latencies.len() < samples {
                 let n = batch.min(samples - latencies.len());
                 let mut runs = Vec::new();
@@ -487,11 +689,28 @@ impl Bench {
                         )));
                     };
                     latencies.push(start.saturating_sub(ready) as f64);
-                    polls.push(fake.count("GET", "/ready") as f64);
+                    let asked: Vec<_> = fake
+                        .requests()
+                        .into_iter()
+                        .filter(|r| r.method == "GET" && r.path == "/ready")
+                        .collect();
+                    polls.push(asked.len() as f64);
+                    let mut conns: Vec<u64> = asked.iter().map(|r| r.conn).collect();
+                    conns.sort_unstable();
+                    conns.dedup();
+                    connections.push(conns.len() as f64);
+                    // Polls a second while not ready: first poll to the ready moment.
+                    let before = asked.iter().filter(|r| r.mono_ns < ready).count();
+                    if let Some(first) = asked.first().filter(|_| before > 1) {
+                        let secs = ready.saturating_sub(first.mono_ns) as f64 / 1e9;
+                        rates.push((before - 1) as f64 / secs);
+                    }
                 }
             }
             let s = Summary::of(&latencies);
             let p = Summary::of(&polls);
+            let c = Summary::of(&connections);
+            let r = Summary::of(&rates);
             let secs = wait.as_secs_f64();
             let label = if secs < 1.0 {
                 format!("{} ms", wait.as_millis())
@@ -503,15 +722,28 @@ impl Bench {
                 &format!("4 readiness after {label}, p50 / p99 (n={samples})"),
                 format!("{} / {}", ms(s.p50), ms(s.p99)),
                 "0".to_owned(),
-                "p99 ≤ 300 ms",
-                Some(s.p99 <= 300e6),
+                READY_GOAL,
+                Some(s.p50 <= READY_P50_GOAL && s.p99 <= READY_P99_GOAL),
             );
+            // The ×1.5 backoff from 10 ms makes the first 200 ms busier: the rate
+            // goal is for waits long enough to be at the cap.
+            let backed_off = wait >= Duration::from_secs(1);
             self.row(
-                &format!("4 polls until ready after {label}"),
-                format!("{:.0} [{:.0}–{:.0}]", p.p50, p.min, p.max),
-                format!("{min_polls:.0} (one per 250 ms)"),
-                "—",
-                None,
+                &format!("4 polls until ready after {label}: polls / connections / polls a second"),
+                format!(
+                    "{:.0} [{:.0}–{:.0}] / {:.0} (max {:.0}) / {:.1} [{:.1}–{:.1}]",
+                    p.p50, p.min, p.max, c.p50, c.max, r.p50, r.min, r.max
+                ),
+                format!(
+                    "{min_polls:.0} (one per {} ms) / 1 / —",
+                    POLL_MAX.as_millis()
+                ),
+                if backed_off {
+                    "1 connection, ~10 a second (≤ 13)"
+                } else {
+                    "1 connection"
+                },
+                Some(c.max <= 1.0 && (!backed_off || r.p50 <= POLL_RATE_GOAL)),
             );
         }
         self.notes.push(format!(
@@ -597,8 +829,8 @@ impl Bench {
             ),
             format!("{} / {}", ms(s.p50), ms(s.p99)),
             "0".to_owned(),
-            "p99 ≤ 300 ms",
-            Some(s.p99 <= 300e6),
+            READY_GOAL,
+            Some(s.p50 <= READY_P50_GOAL && s.p99 <= READY_P99_GOAL),
         );
         self.notes.push(format!(
             "real Envoy: {runs} runs one at a time; Envoy {version} starts 500 ms + 0–{} ms \
@@ -704,32 +936,89 @@ impl Bench {
         Ok(())
     }
 
+    /// Figure 5: the quit phase against endpoints that never answer, the default
+    /// bound: a generic endpoint and Envoy's `/quitquitquit` both hang, so both the
+    /// concurrent requests and the Istio/Envoy stop run into the deadline.
+    fn quit_bound(&mut self) -> io::Result<()> {
+        let mut ends = Vec::new();
+        for _ in 0..self.plan.hang_runs {
+            let generic = FakeAdmin::start(Script::generic().fault(Fault::Hang))?;
+            let envoy = FakeAdmin::start(Script::envoy().fault_on("/quitquitquit", Fault::Hang))?;
+            let file = self.scratch();
+            let quit = format!("{}/quitquitquit", generic.url());
+            let env = [("ENVOY_ADMIN_API", envoy.url())];
+            let mut child = self
+                .tandem(
+                    &env,
+                    &["--quit", &quit, "--", &self.probe, path_str(&file), "exit"],
+                )
+                .spawn()?;
+            child.wait()?;
+            let ended = mono_ns();
+            let record = read_probe(&file)?;
+            let app_exit = *record
+                .get("exit")
+                .ok_or_else(|| io::Error::other("quit-bound run produced no exit record"))?;
+            ends.push(ended.saturating_sub(app_exit) as f64);
+        }
+        let s = Summary::of(&ends);
+        let limit = (QUIT_BOUND + QUIT_BOUND_SLACK).as_nanos() as f64;
+        self.row(
+            "5 quit phase, hanging endpoints: app exit → tandem exits",
+            format!("{} [{}–{}]", ms(s.p50), ms(s.min), ms(s.max)),
+            format!("{} (the default bound)", ms(QUIT_BOUND.as_nanos() as f64)),
+            &format!("≤ bound + {} ms", QUIT_BOUND_SLACK.as_millis()),
+            Some(s.max <= limit),
+        );
+        self.notes.push(format!(
+            "quit bound: {} run(s); a generic endpoint and Envoy's /quitquitquit read the \
+             request and never answer; default --quit-timeout; median [min–max]",
+            self.plan.hang_runs
+        ));
+        Ok(())
+    }
+
     /// Figure 6: SIGTERM to tandem → the app's handler runs; floor: SIGTERM to the app.
     fn signal_relay(&mut self) -> io::Result<()> {
-        let mut direct = Vec::new();
-        let mut relayed = Vec::new();
+        let peers = self.peers.clone();
+        // Slot 0: the app directly; 1: tandem; 2…: the peers.
+        let mut latency = vec![Vec::new(); 2 + peers.len()];
         for _ in 0..self.plan.signal_pairs {
-            let file = self.scratch();
             let probe = self.probe.clone();
+            let file = self.scratch();
             let cmd = self.direct(&probe, &[path_str(&file), "signal"]);
-            direct.push(signal_once(cmd, &file)?);
+            latency[0].push(signal_once(cmd, &file)?);
             let file = self.scratch();
             let cmd = self.tandem(&[], &["--", &probe, path_str(&file), "signal"]);
-            relayed.push(signal_once(cmd, &file)?);
+            latency[1].push(signal_once(cmd, &file)?);
+            for (k, peer) in peers.iter().enumerate() {
+                let file = self.scratch();
+                let cmd = peer.command(&[&probe, path_str(&file), "signal"]);
+                latency[2 + k].push(signal_once(cmd, &file)?);
+            }
         }
-        let d = Summary::of(&direct);
-        let t = Summary::of(&relayed);
+        let d = Summary::of(&latency[0]);
+        let t = Summary::of(&latency[1]);
+        let others: String = peers
+            .iter()
+            .enumerate()
+            .map(|(k, p)| format!("; {} {}", p.name, ms_summary(&Summary::of(&latency[2 + k]))))
+            .collect();
         self.row(
             "6 signal relay, SIGTERM → app handler",
             ms_summary(&t),
-            format!("{} (to the app directly)", ms_summary(&d)),
-            "≤ 1 ms median",
-            Some(t.p50 <= 1e6),
+            format!("{} (to the app directly){others}", ms_summary(&d)),
+            "≤ 0.1 ms median",
+            Some(t.p50 <= 0.1e6),
         );
         self.notes.push(format!(
-            "signal relay: {} alternating pairs, harness clock read just before kill() to \
-             the probe's clock read inside its handler; median [p10–p90]",
-            self.plan.signal_pairs
+            "signal relay: {} rounds (the app directly, tandem{}), harness clock read just \
+             before kill() to the probe's clock read inside its handler; median [p10–p90]",
+            self.plan.signal_pairs,
+            peers
+                .iter()
+                .map(|p| format!(", {}", p.name))
+                .collect::<String>()
         ));
         Ok(())
     }
@@ -820,15 +1109,39 @@ fn quiet(cmd: &mut Command, env: &[(&str, String)]) {
         .stderr(Stdio::null());
 }
 
-/// Wall time of one run, from just before spawn to waitpid's return, in ns.
-fn time_run(mut cmd: Command) -> io::Result<f64> {
+/// Wall time of one run, from just before spawn to waitpid's return, and its CPU
+/// time (user + system of the process and its reaped children), both in ns.
+fn time_run(mut cmd: Command) -> io::Result<(f64, f64)> {
     let start = mono_ns();
-    let status = cmd.status()?;
-    let end = mono_ns();
-    if !status.success() {
-        return Err(io::Error::other(format!("{cmd:?} failed: {status}")));
+    let child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; zeroed is a valid value to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pid is this harness's unreaped child; status and usage are writable.
+        let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if got == pid {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
     }
-    Ok((end - start) as f64)
+    let end = mono_ns();
+    // Reaped above: std's Child is only dropped, never waited for again.
+    drop(child);
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(io::Error::other(format!(
+            "{cmd:?} failed: wait status {status}"
+        )));
+    }
+    let ns = |tv: libc::timeval| tv.tv_sec as f64 * 1e9 + tv.tv_usec as f64 * 1e3;
+    Ok((
+        (end - start) as f64,
+        ns(usage.ru_utime) + ns(usage.ru_stime),
+    ))
 }
 
 /// Starts a probe in `signal` mode, waits until its handler is in place, sends

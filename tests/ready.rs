@@ -268,7 +268,7 @@ fn app_starts_within_about_one_poll_max_of_readiness() {
         "polling did not start at once\n{}",
         out.dump_with(&[&fake])
     );
-    // The default cap is 250 ms; 600 ms allows for a loaded machine, while an
+    // The default cap is 80 ms; 600 ms allows for a loaded machine, while an
     // uncapped ×1.5 backoff from 10 ms waits 865 ms between polls by 2 s.
     let longest = requests
         .windows(2)
@@ -319,5 +319,32 @@ fn progress_is_logged_after_about_two_seconds_of_waiting() {
     assert!(
         progress.contains("503") && progress.contains("polls"),
         "the progress line should give polls and the last answer\n{stderr}"
+    );
+}
+
+#[test]
+fn every_poll_of_a_wait_goes_over_one_kept_alive_connection() {
+    let fake = start(Script::envoy().ready_after(Duration::from_millis(1500)));
+    let (out, stamp) = run_timed(&mut tandem_at(&fake), 0);
+    assert_eq!(out.code, Some(0), "{}", out.dump_with(&[&fake]));
+    assert!(stamp.exists(), "{}", out.dump_with(&[&fake]));
+    let polls: Vec<Req> = fake
+        .requests()
+        .into_iter()
+        .filter(|req| req.path == "/ready")
+        .collect();
+    // 1.5 s of polling is well over ten polls, whatever the cap.
+    assert!(
+        polls.len() > 10,
+        "{} polls\n{}",
+        polls.len(),
+        out.dump_with(&[&fake])
+    );
+    let first = polls[0].conn;
+    assert!(
+        polls.iter().all(|req| req.conn == first),
+        "polls came over {:?}\n{}",
+        polls.iter().map(|req| req.conn).collect::<Vec<_>>(),
+        out.dump_with(&[&fake])
     );
 }

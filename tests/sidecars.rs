@@ -172,6 +172,7 @@ fn a_refused_cloudsql_quit_on_9091_names_the_quitquitquit_flag() {
     let out = run(
         tandem()
             .args(["--quit", "http://127.0.0.1:9091/quitquitquit"])
+            .args(["--quit-timeout", "300ms"])
             .arg("true"),
         RUN_TIMEOUT,
     );
@@ -183,7 +184,10 @@ fn a_refused_cloudsql_quit_on_9091_names_the_quitquitquit_flag() {
     );
     // Another port refusing is no Cloud SQL proxy: no flag to suggest.
     let closed = format!("http://127.0.0.1:{}/quitquitquit", closed_port());
-    let out = run(tandem().args(["--quit", &closed, "true"]), RUN_TIMEOUT);
+    let out = run(
+        tandem().args(["--quit", &closed, "--quit-timeout", "300ms", "true"]),
+        RUN_TIMEOUT,
+    );
     assert!(!out.stderr.contains("--quitquitquit"), "{}", out.dump());
 }
 

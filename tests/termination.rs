@@ -81,6 +81,7 @@ fn a_failed_quit_is_written_even_after_a_successful_app() {
         tandem()
             .env("TANDEM_TERMINATION_LOG", &path)
             .env("GENERIC_QUIT_ENDPOINTS", &closed)
+            .env("QUIT_REQUEST_TIMEOUT", "300ms")
             .arg("true"),
         RUN_TIMEOUT,
     );

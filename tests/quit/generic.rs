@@ -3,7 +3,9 @@
 //! `QUIT_REQUEST_TIMEOUT` (SPEC §5.3).
 
 use super::{first_post, posts, quit_lines, run_with_policy};
-use crate::support::{Fault, RUN_TIMEOUT, Script, run, start, tandem, tandem_at};
+use crate::support::{
+    FakeAdmin, Fault, RUN_TIMEOUT, Script, closed_port, run, spawn, start, tandem, tandem_at,
+};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------
@@ -289,4 +291,26 @@ fn quit_phase_is_bounded_by_five_seconds_by_default() {
         "default QUIT_REQUEST_TIMEOUT is 5s: took {:?}\n{dump}",
         out.elapsed
     );
+}
+
+#[test]
+fn a_generic_endpoint_that_starts_listening_late_still_gets_its_quit() {
+    // A sidecar with no readiness check (Vault Agent) may open its port only
+    // after a short job has ended: the refused quit is retried until it listens.
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/agent/v1/quit");
+    let running = spawn(
+        tandem()
+            .env("GENERIC_QUIT_ENDPOINTS", &url)
+            .env("QUIT_REQUEST_TIMEOUT", "20s")
+            .args(["sh", "-c", "exit 7"]),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let late = FakeAdmin::start_on(("127.0.0.1", port), Script::generic())
+        .expect("the port tandem was given is still free");
+    let out = running.wait(RUN_TIMEOUT);
+    let dump = out.dump_with(&[&late]);
+    assert_eq!(out.code, Some(7), "{dump}");
+    assert_eq!(posts(&late, "/agent/v1/quit"), 1, "{dump}");
+    assert!(!out.stderr.contains("error:"), "{dump}");
 }

@@ -256,7 +256,10 @@ fn every_quit_result_is_logged_with_its_status_or_error() {
     let closed = format!("http://127.0.0.1:{}/closed", closed_port());
     let list = format!("{}/ok,{}/broken,{closed}", ok.url(), broken.url());
     let out = run(
-        tandem().env("GENERIC_QUIT_ENDPOINTS", list).arg("true"),
+        tandem()
+            .env("GENERIC_QUIT_ENDPOINTS", list)
+            .env("QUIT_REQUEST_TIMEOUT", "1s")
+            .arg("true"),
         RUN_TIMEOUT,
     );
     let dump = out.dump_with(&[&ok, &broken]);
