@@ -23,14 +23,20 @@ export ENVOY_VERSION
 # The tests that run the real Envoy find it here (tests/support/envoy.rs).
 unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
+# Linters for the CI files (lint-ci), pinned in .ci/lint/requirements.txt.
+LINT_VENV = target/lint
+LINT_BIN = $(LINT_VENV)/bin
+WORKFLOWS = $(wildcard .github/workflows/*.yml)
+DOCKERFILES = Dockerfile.distroless
+
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
 # The budget is issue 14's goal, tini-static's 708,080 bytes (x86_64), not met yet:
 # BENCHMARKS.md says where the bytes go. aarch64 binaries are smaller.
 SIZE_BUDGET_BYTES = 708080
 SIZE_LIMIT_KIB = 900
-# Crates in `cargo tree -e normal` of the default build, tandem excluded. Raising it
-# needs a written reason (STYLE §7.5).
+# Crates in `cargo tree -e normal` of the default build, tandem itself (the package
+# tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
 DEPS_MAX = 15
 
 # rustup-target: install a rustup target when it is missing (CI starts without musl).
@@ -38,7 +44,8 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo demo-envoy test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy real-envoy arm64 tls manifests pods demo-pod skips-reset clean
+	fake-sidecar envoy real-envoy arm64 tls manifests pods demo-pod skips-reset clean \
+	lint-ci lint-tools package
 
 all: build
 
@@ -66,7 +73,8 @@ demo-envoy: envoy
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
-test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls manifests pods
+test: skips-reset lint lint-ci unit test-musl deps static size check-static smoke arm64 tls \
+	manifests pods package
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -79,6 +87,31 @@ skips-reset:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## lint-ci: the workflows against GitHub's schema, zizmor's security audit of them
+## (offline), and hadolint on the Dockerfile, all with no findings allowed.
+lint-ci: lint-tools
+	$(LINT_BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
+	$(LINT_BIN)/zizmor --offline --no-progress $(WORKFLOWS)
+	$(LINT_BIN)/hadolint $(DOCKERFILES)
+
+## lint-tools: the linters in a venv under target/, from .ci/lint/requirements.txt:
+## exact versions of everything, each file checked against its sha256 (pip
+## --require-hashes), so every machine lints with the same bytes. Redone when the
+## requirements change.
+lint-tools: $(LINT_VENV)/installed
+
+$(LINT_VENV)/installed: .ci/lint/requirements.txt
+	rm -rf $(LINT_VENV)
+	python3 -m venv $(LINT_VENV)
+	$(LINT_BIN)/pip install --quiet --disable-pip-version-check --require-hashes \
+		--no-deps --only-binary=:all: -r .ci/lint/requirements.txt
+	touch $@
+
+## package: `cargo package` builds the crate as crates.io would get it (a dirty tree
+## is allowed so this runs before a commit; the packaged crate then says -dirty).
+package:
+	$(CARGO) package --locked --allow-dirty
 
 ## unit: the unit and integration tests, the real-Envoy ones included: they run
 ## the Envoy from `make envoy`, found through TANDEM_TEST_ENVOY.
@@ -97,7 +130,7 @@ test-musl: envoy
 ## deps: the default build stays within DEPS_MAX crates and has no TLS crates.
 deps:
 	@tree=$$($(CARGO) tree --locked -e normal --target $(NATIVE_MUSL) --prefix none) || exit 1; \
-	crates=$$(printf '%s\n' "$$tree" | sed 's/ (\*)$$//' | sort -u | grep -v '^tandem '); \
+	crates=$$(printf '%s\n' "$$tree" | sed 's/ (\*)$$//' | sort -u | grep -v '^tandem-sidecar '); \
 	n=$$(printf '%s\n' "$$crates" | wc -l); \
 	echo "deps: $$n crates in the default build (limit $(DEPS_MAX))"; \
 	tls=$$(printf '%s\n' "$$crates" | grep -E '^(rustls|ring|webpki|native-tls|openssl|aws-lc)' | tr '\n' ' '); \

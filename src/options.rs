@@ -464,9 +464,13 @@ Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
 --timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
 ";
 
-/// The `--version` line.
+/// The `--version` line: the version and the commit built from (build.rs).
 pub fn version() -> String {
-    format!("tandem {}\n", env!("CARGO_PKG_VERSION"))
+    format!(
+        "tandem {} (commit {})\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("TANDEM_COMMIT")
+    )
 }
 
 #[cfg(test)]

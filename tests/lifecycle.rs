@@ -472,9 +472,18 @@ fn install_to_copies_a_working_executable() {
         RUN_TIMEOUT,
     );
     assert_code(&version, 0);
+    // The copy says what the original says (version and commit).
+    let original_version = run(tandem().env_clear().arg("--version"), RUN_TIMEOUT);
     assert_eq!(
         version.stdout_str(),
-        format!("tandem {}\n", env!("CARGO_PKG_VERSION")),
+        original_version.stdout_str(),
+        "{}",
+        version.dump()
+    );
+    assert!(
+        version
+            .stdout_str()
+            .starts_with(&format!("tandem {} (commit ", env!("CARGO_PKG_VERSION"))),
         "{}",
         version.dump()
     );
