@@ -181,3 +181,19 @@ bench-deps:
 	else \
 	  echo "bench:$$missing missing (apt-get needs root): their cross-checks are skipped"; \
 	fi
+
+## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS on nightly; installs the
+## pinned cargo-fuzz when missing. `make fuzz FUZZ_TARGETS=url` runs one.
+## `make test` replays the committed seeds on stable (tests/fuzz_replay.rs).
+.PHONY: fuzz fuzz-deps
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+CARGO_FUZZ_VERSION = 0.13.2
+
+fuzz: fuzz-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-deps:
+	@if ! cargo fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz $(CARGO_FUZZ_VERSION)'; then \
+		$(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION); fi
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

@@ -72,7 +72,8 @@ pub fn url(data: &[u8]) {
                 v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
             }
         });
-        let name = host.eq_ignore_ascii_case("localhost") || host.eq_ignore_ascii_case("localhost.");
+        let name =
+            host.eq_ignore_ascii_case("localhost") || host.eq_ignore_ascii_case("localhost.");
         assert!(by_std || name, "{s:?}: host {:?} called local", url.host);
     }
     let other = url.with_port(15020);
@@ -81,7 +82,9 @@ pub fn url(data: &[u8]) {
     assert_eq!(moved.is_local(), local, "{s:?} → {other:?}");
     let shown = url.redacted();
     let after_scheme = shown.split_once("://").map_or(shown.as_str(), |(_, r)| r);
-    let authority = &after_scheme[..after_scheme.find(['/', '?', '#']).unwrap_or(after_scheme.len())];
+    let authority = &after_scheme[..after_scheme
+        .find(['/', '?', '#'])
+        .unwrap_or(after_scheme.len())];
     assert!(!authority.contains('@'), "{s:?} redacted to {shown:?}");
     let joined = url.join("/ready");
     assert!(joined.ends_with("/ready"), "{s:?} joined to {joined:?}");

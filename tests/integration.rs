@@ -5,6 +5,8 @@
 mod cli;
 /// The fake sidecar and the harness themselves.
 mod fake;
+/// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
+mod fuzz_replay;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
