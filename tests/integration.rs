@@ -25,6 +25,8 @@ mod ready;
 mod reaping;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
+/// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
+mod soak;
 /// 10,000 mixed signals while the app runs: no crash, no leak, all relayed (SPEC §4).
 mod storm;
 mod support;
