@@ -197,3 +197,15 @@ fuzz-deps:
 	@if ! cargo fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz $(CARGO_FUZZ_VERSION)'; then \
 		$(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION); fi
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+
+## soak: SOAK_RUNS (1,000) seeded runs against random sidecar behaviours, quit
+## endpoints, timeouts and app outcomes (tests/soak.rs); `make test` runs 100.
+## A failure names SOAK_SEED and SOAK_ONLY=N to replay that run alone.
+.PHONY: soak
+SOAK_RUNS ?= 1000
+SOAK_SEED ?= 15
+SOAK_THREADS ?= 4
+
+soak:
+	SOAK_RUNS=$(SOAK_RUNS) SOAK_SEED=$(SOAK_SEED) SOAK_THREADS=$(SOAK_THREADS) \
+		$(CARGO) test --locked --test integration soak:: -- --nocapture
