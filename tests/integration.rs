@@ -23,6 +23,8 @@ mod quit;
 mod ready;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
+/// SECURITY.md's own checks: no shell, no proxies, install and symlinks, exact pilot-agent.
+mod security;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
 /// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
