@@ -165,3 +165,39 @@ fn processes_named_almost_pilot_agent_are_never_signalled() {
     assert_eq!(out.code, Some(0), "{}", out.dump());
     assert_eq!(admin.quit_requests(), 1, "{}", out.dump_with(&[&admin]));
 }
+
+/// SECURITY.md names a test for each statement (`module::test` or
+/// `module::sub::test`, relative to `tests/`): each must exist, so a renamed or
+/// removed test cannot leave a statement unchecked.
+#[test]
+fn every_test_security_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = fs::read_to_string(root.join("SECURITY.md")).expect("read SECURITY.md");
+    let named: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.contains("::")
+                && s.starts_with(|c: char| c.is_ascii_lowercase())
+                && s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
+        })
+        .collect();
+    assert!(named.len() >= 20, "too few tests named: {named:?}");
+    let mut missing = Vec::new();
+    for name in &named {
+        let (module, test) = name.rsplit_once("::").unwrap_or_default();
+        let file = root
+            .join("tests")
+            .join(format!("{}.rs", module.replace("::", "/")));
+        let source = fs::read_to_string(&file).unwrap_or_default();
+        if !source.contains(&format!("fn {test}()")) {
+            missing.push(*name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "SECURITY.md names tests that do not exist: {missing:?}"
+    );
+}
