@@ -20,6 +20,8 @@ ENVOY_DIR = target/envoy
 ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
+# The tests that run the real Envoy find it here (tests/support/envoy.rs).
+unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
 # Size of the stripped static binary: aim at the budget, fail above the limit, so
 # growth shows up as a warning long before it breaks the build.
@@ -33,8 +35,8 @@ DEPS_MAX = 15
 rustup-target = @if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(1)'; then \
 	rustup target add '$(1)'; fi
 
-.PHONY: all build static demo test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy arm64 tls skips-reset clean
+.PHONY: all build static demo demo-envoy test lint unit test-musl deps size check-static smoke \
+	fake-sidecar envoy real-envoy arm64 tls manifests skips-reset clean
 
 all: build
 
@@ -52,11 +54,17 @@ demo:
 	$(CARGO) build --release --locked --bin tandem --example fake_sidecar
 	@bash examples/demo.sh target/release/tandem target/release/examples/fake_sidecar
 
+## demo-envoy: the same story with the real Envoy from `make envoy`, which starts
+## after tandem; its admin access log shows what tandem asked.
+demo-envoy: envoy
+	$(CARGO) build --release --locked --bin tandem
+	@bash examples/demo-envoy.sh target/release/tandem $(ENVOY_BIN)
+
 ## test: everything CI checks. The static checks run on the x86_64 binary, then
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
-test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls
+test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls manifests
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -70,11 +78,17 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-unit:
+## unit: the unit and integration tests, the real-Envoy ones included: they run
+## the Envoy from `make envoy`, found through TANDEM_TEST_ENVOY.
+unit: envoy
 	$(CARGO) test --workspace --locked
 
+## real-envoy: only the tests against the real Envoy (tests/real_envoy.rs).
+real-envoy: envoy
+	$(CARGO) test --locked --test integration real_envoy::
+
 ## test-musl: the unit and integration tests again on the libc that ships.
-test-musl:
+test-musl: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
 	$(CARGO) test --locked --target $(NATIVE_MUSL)
 
@@ -137,6 +151,13 @@ tls: static
 		exit 1; fi
 	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
 
+## manifests: examples/k8s/ and the README's yaml blocks pass yamllint and validate
+## strictly against the Kubernetes 1.29 and 1.33 schemas; every tandem option and
+## variable they and the README use is accepted by the binary (pinned linters in a
+## venv under target/, from PyPI).
+manifests: static
+	.ci/manifests.sh $(BIN)
+
 clean:
 	$(CARGO) clean
 
@@ -152,7 +173,7 @@ clean:
 bench: BENCH_FLAGS = --markdown target/bench/results.md
 bench-smoke: BENCH_FLAGS = --smoke --markdown target/bench/smoke.md
 
-bench bench-smoke: bench-deps
+bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
 	   || timeout 120 rustup target add '$(TARGET)' >/dev/null 2>&1; then \

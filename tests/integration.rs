@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// `--help` and the README against the option table.
+mod docs;
 /// The fake sidecar and the harness themselves.
 mod fake;
 /// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
@@ -21,6 +23,8 @@ mod presets;
 mod quit;
 /// Readiness: /ready, /server_info fallback, several URLs, timeouts, backoff (SPEC §3).
 mod ready;
+/// The real Envoy (`TANDEM_TEST_ENVOY`), on IPv4 and IPv6, and the Istio layout.
+mod real_envoy;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
 /// SECURITY.md's own checks: no shell, no proxies, install and symlinks, exact pilot-agent.

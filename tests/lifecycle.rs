@@ -151,6 +151,7 @@ fn non_executable_file_exits_126() {
 
     let out = run(tandem().arg(&dir), RUN_TIMEOUT);
     assert_code(&out, 126);
+    assert!(out.stderr.contains("is a directory"), "{}", out.dump());
 }
 
 #[test]

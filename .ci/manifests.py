@@ -1,0 +1,314 @@
+"""Checks for the Kubernetes examples and the README (run by .ci/manifests.sh).
+
+  manifests.py extract README OUT_DIR
+      Writes every ```yaml block of README to OUT_DIR/README.md-L<line>.yaml, so
+      yamllint and kubernetes-validate report the README's line number.
+  manifests.py check TANDEM README FILE...
+      Every tandem option and tandem/scuttle/envoy-preflight variable named in
+      FILE... (manifests) and in README (code blocks, the configuration table and
+      the "tandem" column of the migration tables, rows that say "planned" left
+      out) must be one the binary names in its
+      --help, and every value they give must be accepted: the binary is run with
+      them and --no-wait --wait-only, which checks the whole configuration (exit 64
+      on a bad value) and contacts nothing.
+
+Needs PyYAML (installed with kubernetes-validate in the venv .ci/manifests.sh makes).
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+# Variable names tandem or the tools it replaces read. A container variable of
+# this shape must be one tandem accepts; other variables belong to the app.
+FAMILY = re.compile(
+    r"^(TANDEM_|ENVOY_|ISTIO_|GENERIC_|SCUTTLE_|START_WITHOUT_|WAIT_FOR_|QUIT_"
+    r"|NEVER_KILL_|ALWAYS_KILL_|LINKERD_AWAIT|LINKERD_DISABLED)"
+)
+VAR = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+# Modes choose what tandem does, not how: the check replaces them with its own.
+MODES = {"--wait-only", "--quit-only", "--install-to", "--help", "--version"}
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+class Binary:
+    """What the tandem binary says it accepts, and a way to try a configuration."""
+
+    def __init__(self, path):
+        self.path = path
+        self.help = subprocess.run(
+            [path, "--help"], capture_output=True, text=True, check=True
+        ).stdout
+        self.options = set(OPTION.findall(self.help))
+        # "--admin URL", "--mesh NAME[,NAME]": an upper-case word after an
+        # option is its value.
+        self.takes_value = set(
+            re.findall(r"(--[a-z][a-z0-9-]*)[ =][A-Z][A-Z\[\],]*\b", self.help)
+        )
+        self.variables = set(VAR.findall(self.help))
+        if not self.options or not self.variables:
+            raise SystemExit(f"manifests: {path} --help names no options or variables")
+
+    def try_config(self, args, env):
+        """Runs tandem with ARGS and ENV in a mode that only validates; returns
+        None when accepted, else the reason."""
+        full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        full_env.update(env)
+        proc = subprocess.run(
+            [self.path, *args, "--no-wait", "--wait-only"],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if proc.returncode != 0:
+            return f"exit {proc.returncode}: {proc.stderr.strip()}"
+        return None
+
+
+class Report:
+    """Collects failures so one run shows all of them."""
+
+    def __init__(self):
+        self.failures = []
+        self.checked = 0
+
+    def fail(self, where, message):
+        """Records one failure at WHERE (a file, line or container)."""
+        self.failures.append(f"{where}: {message}")
+
+
+def parse_tandem_args(binary, argv, where, report):
+    """Splits tandem's own arguments (argv without the program) from COMMAND;
+    returns the options to try, modes left out. Reports unknown options."""
+    tried = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--" or not token.startswith("-") or token == "-":
+            break
+        name, eq, _ = token.partition("=")
+        if name not in binary.options:
+            report.fail(where, f"tandem option {name} is not in `tandem --help`")
+            return None
+        takes = name in binary.takes_value and not eq
+        group = argv[i : i + 2] if takes else [token]
+        if name not in MODES:
+            tried.extend(group)
+        i += len(group)
+    return tried
+
+
+def check_invocation(binary, argv, env, where, report):
+    """One tandem invocation: its options, its variables, then a real try."""
+    args = parse_tandem_args(binary, argv, where, report) if argv is not None else []
+    if args is None:
+        return
+    ok = True
+    for name in env:
+        if FAMILY.match(name) and name not in binary.variables:
+            report.fail(where, f"variable {name} is not in `tandem --help`")
+            ok = False
+    if ok:
+        report.checked += 1
+        reason = binary.try_config(args, env)
+        if reason:
+            setting = " ".join([f"{k}={v}" for k, v in env.items() if FAMILY.match(k)] + args)
+            report.fail(where, f"tandem refused `{setting}`: {reason}")
+
+
+def is_tandem(word):
+    """Whether WORD runs tandem (`/tandem`, `/opt/tandem/tandem`, `tandem`)."""
+    return os.path.basename(word) == "tandem"
+
+
+def containers(node):
+    """Every container of every Pod template in a parsed manifest."""
+    if isinstance(node, dict):
+        for key in ("containers", "initContainers"):
+            if isinstance(node.get(key), list):
+                yield from (c for c in node[key] if isinstance(c, dict))
+        for value in node.values():
+            yield from containers(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from containers(value)
+
+
+def check_manifest(binary, path, report):
+    """Every document of one YAML file: a name kubectl accepts, and each container
+    that runs tandem (or sets its variables) checked against the binary."""
+    with open(path, encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    for doc in docs:
+        meta = doc.get("metadata") or {}
+        if not meta.get("name") and not meta.get("generateName"):
+            report.fail(path, f"{doc.get('kind')} has no metadata.name (kubectl apply rejects it)")
+        for c in containers(doc):
+            where = f"{path}: container {c.get('name')}"
+            argv = list(c.get("command") or []) + list(c.get("args") or [])
+            env = {}
+            for e in c.get("env") or []:
+                if "value" in e:
+                    env[e["name"]] = str(e["value"])
+            runs_tandem = bool(argv) and is_tandem(argv[0])
+            if runs_tandem:
+                check_invocation(binary, argv[1:], env, where, report)
+            elif any(FAMILY.match(n) for n in env):
+                # tandem from the image's ENTRYPOINT: the variables still count.
+                check_invocation(binary, None, env, where, report)
+
+
+def readme_blocks(lines):
+    """(language, first line number, lines) of every fenced block."""
+    block = None
+    for number, line in enumerate(lines, 1):
+        fence = re.match(r"^```(\w*)\s*$", line)
+        if fence and block is None:
+            block = (fence.group(1), number + 1, [])
+        elif line.startswith("```") and block is not None:
+            yield block
+            block = None
+        elif block is not None:
+            block[2].append(line)
+
+
+def extract(readme, out_dir):
+    """Writes README's yaml blocks to OUT_DIR and prints their paths."""
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    os.makedirs(out_dir, exist_ok=True)
+    for lang, start, body in readme_blocks(lines):
+        if lang == "yaml":
+            name = os.path.join(out_dir, f"{os.path.basename(readme)}-L{start}.yaml")
+            with open(name, "w", encoding="utf-8") as f:
+                f.write("\n".join(body) + "\n")
+            print(name)
+
+
+def check_shell_line(binary, line, where, report):
+    """`VAR=value tandem [OPTIONS] COMMAND` in a sh block."""
+    line = re.sub(r"^\s*\$\s+", "", line.split(" #")[0])
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return
+    env = {}
+    while words and re.match(r"^[A-Z][A-Z0-9_]*=", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if words and is_tandem(words[0]):
+        check_invocation(binary, words[1:], env, where, report)
+
+
+def check_span(binary, span, where, report):
+    """A code span in a table: option and variable names, and, when the span is
+    a complete setting (`--mesh linkerd`, `QUIT_REQUEST_TIMEOUT=0`), its value."""
+    for name in OPTION.findall(span):
+        if name not in binary.options:
+            report.fail(where, f"tandem option {name} is not in `tandem --help`")
+            return
+    for name in VAR.findall(span):
+        if name not in binary.variables:
+            report.fail(where, f"variable {name} is not in `tandem --help`")
+            return
+    placeholder = re.search(r"\b(URL|DUR|NAME|LEVEL|PATH|DIR|WHOM|FORMAT|PORT)\b|[|\[…]", span)
+    if placeholder:
+        return
+    if span.startswith("--"):
+        check_invocation(binary, shlex.split(span), {}, where, report)
+    elif span.startswith("tandem "):
+        check_shell_line(binary, span, where, report)
+    else:
+        setting = re.match(r"^([A-Z][A-Z0-9_]*)=(\S+)$", span)
+        if setting:
+            check_invocation(binary, None, {setting.group(1): setting.group(2)}, where, report)
+
+
+def table_rows(lines, start):
+    """Cells of the Markdown table starting at index START, header included."""
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def check_readme(binary, readme, report):
+    """The README's code blocks (sh, console, dockerfile) and the tandem columns of
+    its configuration and migration tables."""
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for lang, start, body in readme_blocks(lines):
+        for offset, line in enumerate(body):
+            where = f"{readme}:{start + offset}"
+            if lang in ("sh", "console", "bash"):
+                check_shell_line(binary, line, where, report)
+            elif lang == "dockerfile":
+                m = re.match(r"^\s*(ENTRYPOINT|CMD)\s+(\[.*\])\s*$", line)
+                if m:
+                    argv = json.loads(m.group(2))
+                    if argv and is_tandem(argv[0]):
+                        check_invocation(binary, argv[1:], {}, where, report)
+    section = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("## "):
+            section = line[3:].strip()
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            rows = table_rows(lines, i)
+            header = [c.lower() for c in rows[0]]
+            body = rows[2:]
+            if section.startswith("Configuration") and header[0].startswith("environment"):
+                columns = (0, 1)
+            elif section.startswith("Migrat") and "tandem" in header:
+                columns = (header.index("tandem"),)
+            else:
+                columns = ()
+            for n, row in enumerate(body):
+                where = f"{readme}:{i + 3 + n}"
+                for col in columns:
+                    cell = row[col] if col < len(row) else ""
+                    if "planned" in cell.lower():
+                        continue
+                    for span in CODE_SPAN.findall(cell):
+                        check_span(binary, span, where, report)
+            i += len(rows)
+            continue
+        i += 1
+
+
+def main(argv):
+    """Runs `extract` or `check` (see the module's docstring); returns the exit code."""
+    if len(argv) == 3 and argv[0] == "extract":
+        extract(argv[1], argv[2])
+        return 0
+    if len(argv) >= 3 and argv[0] == "check":
+        binary = Binary(argv[1])
+        report = Report()
+        check_readme(binary, argv[2], report)
+        for path in argv[3:]:
+            check_manifest(binary, path, report)
+        for failure in report.failures:
+            print(f"manifests: FAILED: {failure}", file=sys.stderr)
+        if report.failures:
+            return 1
+        if report.checked == 0:
+            print("manifests: FAILED: no tandem invocation found to check", file=sys.stderr)
+            return 1
+        print(f"manifests: {report.checked} tandem configurations accepted by {argv[1]}")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
