@@ -13,6 +13,7 @@ use crate::support::{
     FakeAdmin, Fault, Flavor, Response, Running, SIGTERM, Script, Xorshift, closed_port, kill,
     no_real_pilot_agent, spawn, tandem, wait_until,
 };
+use std::os::unix::process::CommandExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -243,16 +244,33 @@ esac
 /// The fd list the app prints when started straight from a test, with the stdio
 /// tandem's tests give tandem: what it must also see under tandem.
 fn fds_without_tandem() -> String {
-    let out = Command::new("bash")
-        .args([
-            "-c",
-            "fds=; for f in /proc/$$/fd/*; do fds=\"$fds.${f##*/}\"; done; echo \"$fds\"",
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run bash");
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        "fds=; for f in /proc/$$/fd/*; do fds=\"$fds.${f##*/}\"; done; echo \"$fds\"",
+    ])
+    .stdin(Stdio::null())
+    .stderr(Stdio::piped());
+    let out = only_stdio(&mut cmd).output().expect("run bash");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Lets `cmd` inherit nothing but stdin, stdout and stderr: tests running beside
+/// the soak in this process may hold inheritable fds for a moment, and what the
+/// soak checks is that tandem adds none of its own.
+fn only_stdio(cmd: &mut Command) -> &mut Command {
+    // SAFETY: the closure runs between fork and exec and calls only `fcntl`,
+    // which is async-signal-safe; marking an fd close-on-exec changes nothing
+    // before the exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for fd in 3..1024 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            Ok(())
+        });
+    }
+    cmd
 }
 
 fn quit_fake(quit: Quit) -> Option<FakeAdmin> {
@@ -327,7 +345,7 @@ fn soak_run(plan: &Plan, expected_fds: &str) -> Result<(), String> {
 
     let guard = plan.bound() + SLACK;
     let started = Instant::now();
-    let mut tandem = spawn(&mut cmd);
+    let mut tandem = spawn(only_stdio(&mut cmd));
     let (starts, after_ready) = plan.starts();
     if let (Wait::Forever(after), false) = (plan.wait, starts) {
         // SIGTERM only once tandem logs (its handlers are in place by then).
@@ -484,7 +502,7 @@ fn seeded_runs_against_random_sidecars_end_with_the_right_code_and_leave_nothing
     });
     let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     eprintln!(
-        "soak: {} runs of SOAK_SEED={seed} on {threads} threads in {:?}: {} failed",
+        "soak: {} runs of SOAK_SEED={seed} on {threads} threads in {:?} (app fds {expected_fds}): {} failed",
         indices.len(),
         started.elapsed(),
         failures.len()
