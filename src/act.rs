@@ -7,30 +7,36 @@ use std::process::ExitCode;
 
 use crate::cli::Action;
 use crate::error::{EX_SOFTWARE, EX_USAGE, Error};
+use crate::termination::{self, Target};
 use crate::{install, log, options};
 
-/// Carries out `action` and says how tandem exits.
-pub fn act(action: &Action) -> ExitCode {
+/// Carries out `action` and says how tandem exits; a failed install is written
+/// to the termination log `term` (SPEC §7).
+pub fn act(action: &Action, term: &Target) -> ExitCode {
     match action {
         Action::Help => print_stdout(&options::help()),
         Action::Version => print_stdout(&options::version()),
         Action::InstallTo(dir) => match install::install_to(dir) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(&e),
+            Err(e) => fail(&e, term),
         },
     }
 }
 
 /// Neither a COMMAND nor a task option: the error, then the usage on stderr.
-pub fn no_command() -> ExitCode {
-    log::error!("no COMMAND given (try --help)");
+pub fn no_command(term: &Target) -> ExitCode {
+    const WHY: &str = "no COMMAND given (try --help)";
+    log::error!("{WHY}");
     let _ = std::io::stderr().write_all(options::help().as_bytes());
+    termination::write(term, WHY);
     ExitCode::from(EX_USAGE)
 }
 
-/// Logs `e` and exits with its code.
-pub fn fail(e: &Error) -> ExitCode {
-    log::error!("{e}");
+/// Logs `e`, writes it to the termination log `term`, and exits with its code.
+pub fn fail(e: &Error, term: &Target) -> ExitCode {
+    let line = e.to_string();
+    log::error!("{line}");
+    termination::write(term, &line);
     ExitCode::from(e.exit_code())
 }
 

@@ -51,6 +51,14 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// No options and no task: what is known when the arguments did not parse.
+    pub fn empty() -> Cli {
+        Cli {
+            given: Vec::new(),
+            task: Task::Missing,
+        }
+    }
+
     /// Whether the flag `spec` was given.
     pub fn flag(&self, spec: &Spec) -> bool {
         self.given.iter().any(|(name, _)| *name == spec.name)

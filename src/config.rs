@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::log::{self, Format, Level};
 use crate::mesh::{self, Preset, Role};
 use crate::options::{self, Spec};
+use crate::termination;
 use crate::values::{self, HttpUrl, Scheme};
 
 /// Default bound on the whole quit phase.
@@ -37,6 +38,19 @@ pub enum ForwardTo {
     Group,
 }
 
+/// When a visible `pilot-agent` gets SIGINT instead of (or after) the Istio
+/// quit request (SPEC §2 `ISTIO_FALLBACK_PKILL`, §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PkillFallback {
+    /// When the request could not connect. Default.
+    #[default]
+    OnRefused,
+    /// Whenever the request failed (`ISTIO_FALLBACK_PKILL=true`).
+    OnAnyFailure,
+    /// Never (`ISTIO_FALLBACK_PKILL=false`).
+    Never,
+}
+
 /// Everything the quit phase needs (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QuitConfig {
@@ -59,6 +73,8 @@ pub struct QuitConfig {
     pub keep_on_failure: bool,
     /// Bound on the whole phase; `None` (set as `0`) waits as long as the endpoints take. Default: 5 s.
     pub timeout: Option<Duration>,
+    /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
+    pub pkill_fallback: PkillFallback,
 }
 
 /// Everything the readiness phase needs (SPEC §3).
@@ -89,6 +105,20 @@ pub struct Config {
     pub log_level: Level,
     /// Log line format. Default: text.
     pub log_format: Format,
+    /// Where the termination message goes. Default: `/dev/termination-log` if writable.
+    pub termination_log: termination::Target,
+    /// Warnings about settings that are valid but have no effect, to log once
+    /// the log is set up. Default: none.
+    pub warnings: Vec<String>,
+    /// The linkerd-await variable that turned waiting and stopping off. Default: none.
+    pub disabled_by: Option<&'static str>,
+}
+
+impl Config {
+    /// True when any sidecar is waited for or stopped.
+    pub fn has_sidecars(&self) -> bool {
+        !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
+    }
 }
 
 /// A value found for a setting, with the name it was found under (for errors).
@@ -233,11 +263,34 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
         .unwrap_or(Format::Text)
 }
 
+/// The termination log as configured, or the default where it is missing or
+/// invalid, for failures before (or of) the configuration. Without a command
+/// line (it did not parse) only the variable counts.
+pub fn termination_log_hint(
+    cli: Option<&Cli>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> termination::Target {
+    let empty;
+    let cli = match cli {
+        Some(cli) => cli,
+        None => {
+            empty = Cli::empty();
+            &empty
+        }
+    };
+    let src = Sources { cli, env };
+    src.parsed(&options::TERMINATION_LOG, termination::parse)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
 /// Builds the configuration from the command line and an environment lookup (SPEC §2).
 pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config, Error> {
     let src = Sources { cli, env };
     let log_level = src.parsed(&options::LOG, log::parse_level)?;
     let log_format = src.parsed(&options::LOG_FORMAT, log::parse_format)?;
+    let termination_log = src.parsed(&options::TERMINATION_LOG, termination::parse)?;
     let endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
     let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, values::parse_duration)?;
@@ -251,9 +304,39 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     // Validated for compatibility only: stopping after a failure is already the default,
     // and NEVER_KILL_ISTIO_ON_FAILURE wins over it (SPEC §2).
     src.flag_vars(&[options::ALWAYS_KILL_ENVOY])?;
+    let pkill_fallback = match src.var(&[options::ISTIO_FALLBACK_PKILL])? {
+        None => PkillFallback::OnRefused,
+        Some(found) if parse_with(&found, values::parse_bool)? => PkillFallback::OnAnyFailure,
+        Some(_) => PkillFallback::Never,
+    };
+    let warnings = no_effect_warnings(&src)?;
+    // linkerd-await's switch: run the app as if tandem were not there.
+    let disabled = src.var(options::LINKERD_DISABLED)?;
 
     let mut checks: Vec<Check> = endpoints.admin.iter().cloned().map(Check::Envoy).collect();
     checks.extend(endpoints.ready.into_iter().map(Check::Url));
+    let mut quit = QuitConfig {
+        generic: endpoints.generic,
+        admin: endpoints.admin,
+        istio_quit: endpoints.istio_quit,
+        envoy_quit: endpoints.envoy_quit,
+        envoy_configured: endpoints.envoy_configured,
+        generic_only,
+        never_quit,
+        keep_on_failure,
+        timeout: match quit_timeout {
+            None => Some(DEFAULT_QUIT_TIMEOUT),
+            Some(d) => (!d.is_zero()).then_some(d),
+        },
+        pkill_fallback,
+    };
+    if disabled.is_some() {
+        checks.clear();
+        quit = QuitConfig {
+            timeout: quit.timeout,
+            ..QuitConfig::default()
+        };
+    }
     // A zero timeout means "no timeout", as in scuttle.
     let nonzero = |d: Option<Duration>| d.filter(|d| !d.is_zero());
     Ok(Config {
@@ -264,23 +347,13 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
             fail_timeout: nonzero(fail_timeout),
             poll_max,
         },
-        quit: QuitConfig {
-            generic: endpoints.generic,
-            admin: endpoints.admin,
-            istio_quit: endpoints.istio_quit,
-            envoy_quit: endpoints.envoy_quit,
-            envoy_configured: endpoints.envoy_configured,
-            generic_only,
-            never_quit,
-            keep_on_failure,
-            timeout: match quit_timeout {
-                None => Some(DEFAULT_QUIT_TIMEOUT),
-                Some(d) => nonzero(Some(d)),
-            },
-        },
+        quit,
         forward_to,
         log_level: log_level.unwrap_or(Level::Info),
         log_format: log_format.unwrap_or(Format::Text),
+        termination_log: termination_log.unwrap_or_default(),
+        warnings,
+        disabled_by: disabled.map(|found| found.name),
     })
 }
 
@@ -305,30 +378,50 @@ impl Endpoints {
             ready: src.url_list(&options::READY)?,
             generic: src.url_list(&options::QUIT)?,
         };
+        // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
+        if let Some(found) = src.var(&[options::GENERIC_READY_ENDPOINTS])? {
+            for item in values::split_list(&found.value) {
+                endpoints.ready.push(parse_url(&found, item)?);
+            }
+        }
         for found in &src.list(&options::MESH)? {
             for name in values::split_list(&found.value) {
                 let preset = mesh::find(name).ok_or_else(|| {
-                    invalid(
-                        found.name,
-                        name,
-                        "a preset: istio, envoy, linkerd or cloudsql",
-                    )
+                    invalid(found.name, name, &format!("a preset: {}", mesh::NAMES))
                 })?;
-                endpoints.add(preset)?;
+                endpoints.add(preset, src)?;
             }
         }
         Ok(endpoints)
     }
 
     /// A preset only fills in what was not set explicitly (SPEC §2, §6).
-    fn add(&mut self, preset: &Preset) -> Result<(), Error> {
-        let url = |s: &str| {
-            HttpUrl::parse(s).map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))
+    fn add(&mut self, preset: &Preset, src: &Sources) -> Result<(), Error> {
+        let port = match preset.port_var {
+            Some(var) => match src.var(&[var])? {
+                Some(found) => Some(parse_with(&found, values::parse_port_number)?),
+                None => None,
+            },
+            None => None,
         };
+        let url = |s: &str| {
+            let parsed = HttpUrl::parse(s)
+                .map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))?;
+            Ok::<HttpUrl, Error>(match port {
+                // Preset URLs are `http://127.0.0.1:PORT/path`: swap the port only.
+                Some(p) => HttpUrl {
+                    raw: s.replacen(&format!(":{}", parsed.port), &format!(":{p}"), 1),
+                    port: p,
+                    ..parsed
+                },
+                None => parsed,
+            })
+        };
+        let ready = preset.ready.map(url).transpose()?;
         match preset.role {
             Role::Istio => {
                 self.envoy_configured = true;
-                self.ready.push(url(preset.ready)?);
+                self.ready.extend(ready);
                 if self.istio_quit.is_none() {
                     self.istio_quit = Some(url(preset.quit)?);
                 }
@@ -336,16 +429,42 @@ impl Endpoints {
             Role::Envoy => {
                 self.envoy_configured = true;
                 if self.admin.is_none() {
-                    self.admin = Some(url(preset.ready)?);
+                    self.admin = ready;
                 }
             }
             Role::Generic => {
-                self.ready.push(url(preset.ready)?);
+                self.ready.extend(ready);
                 self.generic.push(url(preset.quit)?);
             }
         }
         Ok(())
     }
+}
+
+/// One warning for each peer variable that is set and has no effect in tandem;
+/// a bad value is still an error (SPEC §2).
+fn no_effect_warnings(src: &Sources) -> Result<Vec<String>, Error> {
+    let mut warnings = Vec::new();
+    for item in options::NO_EFFECT {
+        let Some(found) = src.var(&[item.var])? else {
+            continue;
+        };
+        match item.shape {
+            options::Shape::Bool => {
+                parse_with(&found, values::parse_bool)?;
+            }
+            options::Shape::Seconds => {
+                parse_with(&found, values::parse_seconds)?;
+            }
+            options::Shape::Text => {}
+        }
+        let shown = values::redact(&found.value);
+        warnings.push(format!(
+            "{}={shown:?} has no effect: {}",
+            item.var, item.why
+        ));
+    }
+    Ok(warnings)
 }
 
 fn poll_max(src: &Sources) -> Result<Duration, Error> {

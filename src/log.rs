@@ -83,9 +83,62 @@ static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 static FORMAT: AtomicU8 = AtomicU8::new(Format::Text as u8);
 
 /// Sets the process-wide level and format. Until called: info, text.
+///
+/// At debug, the records of ureq (and any other crate using the `log` facade)
+/// join tandem's log, so a connection problem shows without a packet capture.
 pub fn init(level: Level, format: Format) {
     LEVEL.store(level as u8, Ordering::Relaxed);
     FORMAT.store(format as u8, Ordering::Relaxed);
+    if level == Level::Debug {
+        // Fails only when a logger is already set: then the first one stays.
+        let _ = ::log::set_logger(&FACADE);
+        ::log::set_max_level(::log::LevelFilter::Debug);
+    } else {
+        ::log::set_max_level(::log::LevelFilter::Off);
+    }
+}
+
+/// The `log` facade's records, as tandem debug lines (no logging framework).
+struct Facade;
+
+static FACADE: Facade = Facade;
+
+impl ::log::Log for Facade {
+    fn enabled(&self, metadata: &::log::Metadata<'_>) -> bool {
+        metadata.level() <= ::log::Level::Debug && enabled(Level::Debug)
+    }
+
+    fn log(&self, record: &::log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let text = without_userinfo(&record.args().to_string());
+            event(
+                Level::Debug,
+                format_args!("{}: {text}", record.target()),
+                &[("target", Field::Str(record.target()))],
+            );
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// `text` with the `user:password@` of every URL in it removed (SPEC §8): a
+/// library's message may quote a URL anywhere, not only at its start.
+pub fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        rest = &rest[i + 3..];
+        let end = rest
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '>')
+            .unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// True when lines at `level` are written.
@@ -292,6 +345,17 @@ pub fn human(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn userinfo_is_removed_from_every_url_in_a_message() {
+        assert_eq!(
+            without_userinfo("GET http://u:p@127.0.0.1:1/x then https://a@h/y"),
+            "GET http://127.0.0.1:1/x then https://h/y"
+        );
+        assert_eq!(without_userinfo("no url, a@b"), "no url, a@b");
+        assert_eq!(without_userinfo("http://h/p@q"), "http://h/p@q");
+        assert_eq!(without_userinfo("tail ://"), "tail ://");
+    }
 
     type Fields<'a> = &'a [(&'a str, Field<'a>)];
 

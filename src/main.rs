@@ -11,7 +11,7 @@ use tandem::event::{self, Channel};
 use tandem::outcome::Outcome;
 use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
-use tandem::{act, child, log, quit, ready, reap};
+use tandem::{act, child, linkerd_await, log, quit, ready, reap, termination};
 
 fn main() -> ExitCode {
     match lifecycle() {
@@ -24,38 +24,64 @@ fn main() -> ExitCode {
 /// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
 fn lifecycle() -> Result<Outcome, ExitCode> {
     // Handlers first, before any thread or child exists (signal-hook's rule).
-    let signals = signals::register().map_err(|e| act::fail(&e))?;
-    let cli = cli::parse(std::env::args_os().skip(1)).map_err(|e| act::fail(&e))?;
+    let env = |name: &str| std::env::var_os(name);
+    let term = config::termination_log_hint(None, &env);
+    let signals = signals::register().map_err(|e| act::fail(&e, &term))?;
+    let mut args = std::env::args_os();
+    let cli = if linkerd_await::invoked_as(args.next().as_deref()) {
+        linkerd_await::parse(args)
+    } else {
+        cli::parse(args)
+    };
+    let cli = cli.map_err(|e| act::fail(&e, &term))?;
+    let term = config::termination_log_hint(Some(&cli), &env);
     let mode = match &cli.task {
         Task::Mode(mode) => mode,
-        Task::Act(action) => return Err(act::act(action)),
-        Task::Missing => return Err(act::no_command()),
+        Task::Act(action) => return Err(act::act(action, &term)),
+        Task::Missing => return Err(act::no_command(&term)),
     };
-    let env = |name: &str| std::env::var_os(name);
     log::init(log::Level::Info, config::log_format_hint(&cli, &env));
-    let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e))?;
+    let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e, &term))?;
     log::init(cfg.log_level, cfg.log_format);
+    for warning in &cfg.warnings {
+        log::event(log::Level::Warn, format_args!("{warning}"), &[]);
+    }
+    if let Some(var) = cfg.disabled_by {
+        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
+        log::event(log::Level::Info, why, &[]);
+    }
     quit::warn_about_ignored(&cfg.quit);
 
     let channel = event::channel();
     // The relay thread is left to die with the process: closing it would unregister
     // every handler, which costs signal-hook more than all of tandem's start-up.
-    let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| act::fail(&e))?;
-    Ok(match mode {
+    let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| act::fail(&e, &term))?;
+    let (outcome, quit_failed) = match mode {
         Mode::WaitOnly => match ready::wait(&cfg.ready, &channel, false) {
-            Ok(()) => Outcome::Exited(0),
-            Err(end) => end,
+            Ok(()) => (Outcome::Exited(0), None),
+            Err(end) => (end, None),
         },
-        Mode::QuitOnly => {
-            quit::after(&cfg.quit, &Outcome::Exited(0));
-            Outcome::Exited(0)
-        }
+        Mode::QuitOnly => (
+            Outcome::Exited(0),
+            quit::after(&cfg.quit, &Outcome::Exited(0)),
+        ),
         Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
-    })
+    };
+    // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).
+    if let Some(why) = termination::message(termination::reason(&outcome), quit_failed) {
+        termination::write(&cfg.termination_log, &why);
+    }
+    Ok(outcome)
 }
 
-/// Wait → run → quit → the app's status (SPEC §3–§5).
-fn run(cfg: &Config, relay: &Relay, channel: &Channel, cmd: &OsStr, args: &[OsString]) -> Outcome {
+/// Wait → run → quit → the app's status (SPEC §3–§5), and the failed quit, if any.
+fn run(
+    cfg: &Config,
+    relay: &Relay,
+    channel: &Channel,
+    cmd: &OsStr,
+    args: &[OsString],
+) -> (Outcome, Option<String>) {
     reap::become_subreaper();
     let outcome = match ready::wait(&cfg.ready, channel, true) {
         Err(end) => end,
@@ -69,7 +95,7 @@ fn run(cfg: &Config, relay: &Relay, channel: &Channel, cmd: &OsStr, args: &[OsSt
             ended.unwrap_or_else(Outcome::Failed)
         }
     };
-    outcome.log();
-    quit::after(&cfg.quit, &outcome);
-    outcome
+    outcome.log(cfg.has_sidecars());
+    let quit_failed = quit::after(&cfg.quit, &outcome);
+    (outcome, quit_failed)
 }

@@ -164,7 +164,8 @@ pub const READY: Spec = Spec {
 pub const MESH: Spec = Spec {
     value: "NAME[,NAME]",
     vars: &["TANDEM_MESH"],
-    help: "presets: istio, envoy, linkerd, cloudsql [TANDEM_MESH]",
+    help: "presets: istio, envoy, linkerd, cloudsql, dapr, vault [TANDEM_MESH]\n\
+           (dapr uses DAPR_HTTP_PORT when set, else 3500)",
     ..Spec::new("--mesh", Kind::Repeated)
 };
 /// `--poll-max DUR`
@@ -180,6 +181,14 @@ pub const FORWARD_TO: Spec = Spec {
     vars: &["TANDEM_FORWARD_TO"],
     help: "relay signals to the child (default) or its process group [TANDEM_FORWARD_TO]",
     ..Spec::new("--forward-to", Kind::Value)
+};
+/// `--termination-log PATH|off`
+pub const TERMINATION_LOG: Spec = Spec {
+    value: "PATH",
+    vars: &["TANDEM_TERMINATION_LOG"],
+    help: "why tandem ended a run, in one line; off disables\n\
+           (default /dev/termination-log if writable) [TANDEM_TERMINATION_LOG]",
+    ..Spec::new("--termination-log", Kind::Value)
 };
 /// `--wait-only`
 pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(TaskFlag::WaitOnly));
@@ -220,6 +229,7 @@ pub const OPTIONS: &[&Spec] = &[
     &MESH,
     &POLL_MAX,
     &FORWARD_TO,
+    &TERMINATION_LOG,
     &WAIT_ONLY,
     &QUIT_ONLY,
     &INSTALL_TO,
@@ -229,6 +239,100 @@ pub const OPTIONS: &[&Spec] = &[
 
 /// Accepted for compatibility and validated, but no option sets it (SPEC §2).
 pub const ALWAYS_KILL_ENVOY: &str = "ALWAYS_KILL_ENVOY";
+/// linkerd-await's switches: any non-empty value waits for nothing, stops nothing.
+pub const LINKERD_DISABLED: &[&str] = &["LINKERD_AWAIT_DISABLED", "LINKERD_DISABLED"];
+/// scuttle: more readiness URLs, merged with `TANDEM_READY_URLS`.
+pub const GENERIC_READY_ENDPOINTS: &str = "GENERIC_READY_ENDPOINTS";
+/// scuttle: when pilot-agent gets SIGINT after a failed Istio quit.
+pub const ISTIO_FALLBACK_PKILL: &str = "ISTIO_FALLBACK_PKILL";
+
+/// What a variable without a meaning in tandem must hold to be accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A boolean (tandem's superset of `true`/`false`).
+    Bool,
+    /// Whole seconds, 0 or more (scuttle's `strconv.Atoi`).
+    Seconds,
+    /// Anything.
+    Text,
+}
+
+/// A variable that scuttle, envoy-preflight, linkerd-await or one of their forks
+/// reads and that has no effect in tandem: validated, then warned about once
+/// (SPEC §2: none is silently ignored).
+#[derive(Debug, PartialEq, Eq)]
+pub struct NoEffect {
+    /// The variable.
+    pub var: &'static str,
+    /// What its value must look like.
+    pub shape: Shape,
+    /// Why tandem does without it, for the warning.
+    pub why: &'static str,
+}
+
+/// Every variable of the peers that tandem accepts without acting on it.
+pub const NO_EFFECT: &[NoEffect] = &[
+    NoEffect {
+        var: "SCUTTLE_IGNORE_SIGURG",
+        shape: Shape::Bool,
+        why: "tandem relays SIGURG like every other signal, and never gets its own",
+    },
+    NoEffect {
+        var: "BYPASS_SIGURG",
+        shape: Shape::Bool,
+        why: "tandem relays SIGURG like every other signal, and never gets its own",
+    },
+    NoEffect {
+        var: "SCUTTLE_SLEEP_1",
+        shape: Shape::Seconds,
+        why: "tandem waits for readiness and quits in order, with no fixed sleeps",
+    },
+    NoEffect {
+        var: "SCUTTLE_SLEEP_2",
+        shape: Shape::Seconds,
+        why: "tandem waits for readiness and quits in order, with no fixed sleeps",
+    },
+    NoEffect {
+        var: "SCUTTLE_SLEEP_AFTER_SIGNAL",
+        shape: Shape::Seconds,
+        why: "tandem waits for the app to exit after relaying a signal, with no fixed sleep",
+    },
+    NoEffect {
+        var: "SEND_METRICS_ON_EXIT",
+        shape: Shape::Bool,
+        why: "tandem does not push Envoy metrics",
+    },
+    NoEffect {
+        var: "GET_METRICS_API",
+        shape: Shape::Text,
+        why: "tandem does not push Envoy metrics",
+    },
+    NoEffect {
+        var: "PUSH_METRICS_API",
+        shape: Shape::Text,
+        why: "tandem does not push Envoy metrics",
+    },
+    NoEffect {
+        var: "USE_ISTIO_CONFIG",
+        shape: Shape::Bool,
+        why: "tandem quits Istio through pilot-agent when the admin port is 15000, or with --mesh istio",
+    },
+    NoEffect {
+        var: "PKILL_PILOT",
+        shape: Shape::Bool,
+        why: "tandem signals a visible pilot-agent itself (see ISTIO_FALLBACK_PKILL)",
+    },
+    NoEffect {
+        var: "LINKERD_AWAIT_VERBOSE",
+        shape: Shape::Text,
+        why: "tandem says at info level when LINKERD_AWAIT_DISABLED turns it off",
+    },
+    NoEffect {
+        var: "ENVOY_ISTIO_SDS_WARMING_PROTECTION",
+        shape: Shape::Bool,
+        why: "tandem waits for Envoy's /ready (or LIVE), not for its certificates",
+    },
+];
 
 /// The row for a long name as lexopt gives it, without the dashes.
 pub fn find_long(name: &str) -> Option<&'static Spec> {
@@ -261,6 +365,12 @@ pub fn help() -> String {
             lead.push(' ');
             lead.push_str(spec.value);
         }
+        if lead.len() >= HELP_COLUMN {
+            // Too long to share a line with its text: the text starts below it.
+            out.push_str(&lead);
+            out.push('\n');
+            lead.clear();
+        }
         let mut lines = Vec::new();
         for paragraph in spec.help.split('\n') {
             wrap(paragraph, HELP_WIDTH - HELP_COLUMN, &mut lines);
@@ -278,8 +388,37 @@ pub fn help() -> String {
         }
     }
     out.push_str(FOOTER);
+    // Built from the tables, so a variable added there is listed here too.
+    let mut honoured = String::from("Also read (no option):");
+    let mut no_effect = String::from("Accepted with a warning that they have no effect:");
+    for (text, vars) in [
+        (&mut honoured, COMPAT_HONOURED.to_vec()),
+        (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
+    ] {
+        for (i, var) in vars.iter().enumerate() {
+            text.push_str(if i == 0 { " " } else { ", " });
+            text.push_str(var);
+        }
+        text.push('.');
+        let mut lines = Vec::new();
+        wrap(text, HELP_WIDTH, &mut lines);
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
     out
 }
+
+/// The peers' variables that tandem honours without an option of their own.
+pub const COMPAT_HONOURED: &[&str] = &[
+    ALWAYS_KILL_ENVOY,
+    "LINKERD_AWAIT_DISABLED",
+    "LINKERD_DISABLED",
+    GENERIC_READY_ENDPOINTS,
+    ISTIO_FALLBACK_PKILL,
+    "DAPR_HTTP_PORT",
+];
 
 /// Breaks `text` at spaces into lines of at most `width` characters (a longer
 /// word stands alone), appending them to `lines`.
@@ -321,6 +460,8 @@ Booleans: true/false, 1/0, yes/no.
 Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
 69 not ready within --fail-timeout; 126 not executable; 127 not found;
 73 install failed.
+Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
+--timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
 ";
 
 /// The `--version` line.

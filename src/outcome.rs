@@ -13,8 +13,9 @@ pub enum Outcome {
     Killed(i32),
     /// tandem got this terminating signal while waiting; the app never started.
     Interrupted(i32),
-    /// Not ready within `--fail-timeout`; the app never started.
-    NotReady,
+    /// Not ready within `--fail-timeout`; the app never started. Holds the
+    /// line that says so, with each sidecar's last answer.
+    NotReady(String),
     /// tandem could not run or wait for the app.
     Failed(Error),
 }
@@ -35,28 +36,33 @@ impl Outcome {
             Outcome::Exited(code) => (code & 0xff) as u8,
             // The shell's convention, for the app's signal and tandem's alike.
             Outcome::Killed(sig) | Outcome::Interrupted(sig) => ((128 + sig) & 0xff) as u8,
-            Outcome::NotReady => EX_UNAVAILABLE,
+            Outcome::NotReady(_) => EX_UNAVAILABLE,
             Outcome::Failed(e) => e.exit_code(),
         }
     }
 
     /// Logs how the app ended; a wait that ended the run logged itself already.
-    pub fn log(&self) {
+    /// Without sidecars the app's own end is a debug line: local development
+    /// stays as quiet as the app alone (SPEC §8).
+    pub fn log(&self, with_sidecars: bool) {
         let code = self.status();
         let fields = [("code", Field::Int(i64::from(code)))];
+        let level = if with_sidecars {
+            log::Level::Info
+        } else {
+            log::Level::Debug
+        };
         match self {
-            Outcome::Exited(_) => log::event(
-                log::Level::Info,
-                format_args!("the app exited with {code}"),
-                &fields,
-            ),
+            Outcome::Exited(_) => {
+                log::event(level, format_args!("the app exited with {code}"), &fields)
+            }
             Outcome::Killed(sig) => log::event(
-                log::Level::Info,
+                level,
                 format_args!("the app was killed by signal {sig}: exiting with {code}"),
                 &fields,
             ),
             Outcome::Failed(e) => log::error!("{e}"),
-            Outcome::Interrupted(_) | Outcome::NotReady => {}
+            Outcome::Interrupted(_) | Outcome::NotReady(_) => {}
         }
     }
 }
@@ -73,7 +79,7 @@ mod tests {
         assert_eq!(Outcome::Killed(15).status(), 143);
         assert_eq!(Outcome::Killed(9).status(), 137);
         assert_eq!(Outcome::Interrupted(2).status(), 130);
-        assert_eq!(Outcome::NotReady.status(), 69);
+        assert_eq!(Outcome::NotReady(String::new()).status(), 69);
         let missing = Error::NotFound("nope".into());
         assert_eq!(Outcome::Failed(missing).status(), 127);
     }

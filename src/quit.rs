@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use crate::config::QuitConfig;
+use crate::config::{PkillFallback, QuitConfig};
 use crate::http;
 use crate::log::{self, Field};
 use crate::outcome::Outcome;
@@ -44,17 +44,29 @@ struct QuitPlan {
 }
 
 /// The quit phase (SPEC §5): stops what `q` says after a run that ended as
-/// `outcome`; any non-zero exit status counts as a failure.
-pub fn after(q: &QuitConfig, outcome: &Outcome) {
-    send(&plan(q, outcome.status() != 0), q.timeout);
+/// `outcome`; any non-zero exit status counts as a failure. Returns the first
+/// quit that failed (no answer, or a known sidecar's "not enabled"), in one
+/// line for the termination log (SPEC §7).
+pub fn after(q: &QuitConfig, outcome: &Outcome) -> Option<String> {
+    send(&plan(q, outcome.status() != 0), q.pkill_fallback, q.timeout)
 }
 
 /// Settings that are valid but have no effect in this combination (as in scuttle).
 pub fn warn_about_ignored(q: &QuitConfig) {
-    if !q.envoy_configured && (q.istio_quit.is_some() || q.envoy_quit.is_some()) {
-        log::warning!(
-            "ISTIO_QUIT_API/ENVOY_KILL_API take effect only with ENVOY_ADMIN_API or --mesh istio|envoy"
-        );
+    if q.envoy_configured {
+        return;
+    }
+    // Warnings quote the value involved (SPEC §8).
+    for (name, url) in [
+        ("ISTIO_QUIT_API", &q.istio_quit),
+        ("ENVOY_KILL_API", &q.envoy_quit),
+    ] {
+        if let Some(url) = url {
+            log::warning!(
+                "{name} {} takes effect only with ENVOY_ADMIN_API or --mesh istio|envoy",
+                url.redacted()
+            );
+        }
     }
 }
 
@@ -119,7 +131,7 @@ fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
 /// Istio/Envoy is stopped: one hanging endpoint must not use up the time the
 /// sidecar's own quit needs, or the Pod would never complete. Their answers are
 /// still collected until the deadline.
-fn send(plan: &QuitPlan, timeout: Option<Duration>) {
+fn send(plan: &QuitPlan, fallback: PkillFallback, timeout: Option<Duration>) -> Option<String> {
     if let Some(why) = plan.kept {
         log::info!("{why}");
     }
@@ -127,30 +139,41 @@ fn send(plan: &QuitPlan, timeout: Option<Duration>) {
     let deadline = timeout.map(|t| start + t);
     let agent = http::agent();
     let mut generic = Fanout::start(&agent, &plan.generic, deadline);
+    let mut sidecar_failed = None;
     if let Some(stop) = &plan.sidecar {
         generic.collect(timeout.map(|t| start + t / 2));
-        stop_sidecar(&agent, stop, deadline);
+        sidecar_failed = stop_sidecar(&agent, stop, fallback, deadline);
     }
     generic.collect(deadline);
     generic.give_up();
+    generic.failed.or(sidecar_failed)
 }
 
-/// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2).
-fn stop_sidecar(agent: &Agent, stop: &SidecarStop, deadline: Option<Instant>) {
+/// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2); the failure
+/// line when it failed.
+fn stop_sidecar(
+    agent: &Agent,
+    stop: &SidecarStop,
+    fallback: PkillFallback,
+    deadline: Option<Instant>,
+) -> Option<String> {
     match stop {
-        SidecarStop::EnvoyKill(url) => {
-            let _ = post_one(agent, url, deadline);
-        }
+        SidecarStop::EnvoyKill(url) => post_one(agent, url, deadline).err().map(|(line, _)| line),
         SidecarStop::PilotAgent(url) => {
-            if let Err(failure) = post_one(agent, url, deadline)
-                && failure.no_connection
-            {
-                interrupt_pilot_agents();
-            }
+            let (failed, no_connection) = post_one(agent, url, deadline).err()?;
+            let signal = match fallback {
+                PkillFallback::OnRefused => no_connection,
+                PkillFallback::OnAnyFailure => true,
+                PkillFallback::Never => false,
+            };
+            // A pilot-agent that got the signal is stopped after all.
+            (!(signal && interrupt_pilot_agents())).then_some(failed)
         }
         SidecarStop::SignalElseAdmin(url) => {
-            if !interrupt_pilot_agents() {
-                let _ = post_one(agent, url, deadline);
+            if fallback != PkillFallback::Never && interrupt_pilot_agents() {
+                None
+            } else {
+                post_one(agent, url, deadline).err().map(|(line, _)| line)
             }
         }
     }
@@ -162,6 +185,8 @@ struct Fanout<'a> {
     urls: &'a [String],
     answers: mpsc::Receiver<(usize, Result<u16, http::Failure>)>,
     pending: Vec<bool>,
+    /// The first failure line, for the termination log.
+    failed: Option<String>,
 }
 
 impl<'a> Fanout<'a> {
@@ -182,6 +207,7 @@ impl<'a> Fanout<'a> {
             urls,
             answers,
             pending,
+            failed: None,
         }
     }
 
@@ -197,29 +223,35 @@ impl<'a> Fanout<'a> {
             };
             let Some((i, result)) = answer else { break };
             self.pending[i] = false;
-            log_result(&self.urls[i], &result);
+            let failed = log_result(&self.urls[i], &result);
+            self.failed = self.failed.take().or(failed);
         }
     }
 
     /// Logs every URL that never answered.
-    fn give_up(self) {
+    fn give_up(&mut self) {
         for (url, &unanswered) in self.urls.iter().zip(&self.pending) {
             if unanswered {
                 let failure = http::Failure {
                     what: "no answer by the quit deadline".into(),
                     no_connection: false,
                 };
-                log_result(url, &Err(failure));
+                let failed = log_result(url, &Err(failure));
+                self.failed = self.failed.take().or(failed);
             }
         }
     }
 }
 
-/// One quit request, logged.
-fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+/// One quit request, logged; `Err` holds the failure line and whether no
+/// connection could be made.
+fn post_one(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<(), (String, bool)> {
     let result = request(agent, url, deadline);
-    log_result(url, &result);
-    result
+    let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
+    match log_result(url, &result) {
+        Some(failed) => Err((failed, no_connection)),
+        None => Ok(()),
+    }
 }
 
 /// One quit request within what is left before `deadline`, not logged.
@@ -233,30 +265,79 @@ fn request(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, h
     }
 }
 
-fn log_result(url: &str, result: &Result<u16, http::Failure>) {
+/// Logs one quit result; a failed quit (no answer, or a known sidecar's "not
+/// enabled") is an error, since the Pod will not complete (SPEC §8), and its
+/// line is returned.
+fn log_result(url: &str, result: &Result<u16, http::Failure>) -> Option<String> {
     let shown = crate::values::redact(url);
-    match result {
-        Ok(404) if url.ends_with("/shutdown") => log::warning!(
-            "quit POST {shown}: 404 (Linkerd answers 404 unless the proxy runs with \
-             LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)"
-        ),
-        Ok(status) => log::event(
-            log::Level::Info,
-            format_args!("quit POST {shown}: {status}"),
-            &[
-                ("url", Field::Str(&shown)),
-                ("status", Field::Int(i64::from(*status))),
-            ],
-        ),
-        Err(failure) => log::event(
-            log::Level::Warn,
-            format_args!("quit POST {shown} failed: {}", failure.what),
-            &[
-                ("url", Field::Str(&shown)),
-                ("error", Field::Str(&failure.what)),
-            ],
-        ),
+    let (line, failed) = match result {
+        Ok(status) => match not_enabled_hint(url, *status) {
+            Some(hint) => (format!("quit POST {shown}: {status} ({hint})"), true),
+            None => (format!("quit POST {shown}: {status}"), false),
+        },
+        Err(failure) => {
+            let mut line = format!("quit POST {shown} failed: {}", failure.what);
+            if let Some(hint) = refused_hint(url, failure) {
+                line.push_str(" (");
+                line.push_str(hint);
+                line.push(')');
+            }
+            (line, true)
+        }
+    };
+    let fields = match result {
+        Ok(status) => [
+            ("url", Field::Str(&shown)),
+            ("status", Field::Int(i64::from(*status))),
+        ],
+        Err(failure) => [
+            ("url", Field::Str(&shown)),
+            ("error", Field::Str(&failure.what)),
+        ],
+    };
+    let level = if failed {
+        log::Level::Error
+    } else {
+        log::Level::Info
+    };
+    log::event(level, format_args!("{line}"), &fields);
+    failed.then_some(line)
+}
+
+/// What the user sets when a known sidecar answers its quit with "not enabled"
+/// (SPEC §6): the Pod annotation, in the user's terms.
+fn not_enabled_hint(url: &str, status: u16) -> Option<&'static str> {
+    let path = path_of(url);
+    if status == 404 && path == "/shutdown" {
+        Some(
+            "Linkerd's /shutdown is off: set the Pod annotation \
+             config.linkerd.io/proxy-admin-shutdown: enabled \
+             (it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)",
+        )
+    } else if matches!(status, 404 | 405) && path == "/agent/v1/quit" {
+        Some(
+            "Vault Agent's quit endpoint is off: set the Pod annotation \
+             vault.hashicorp.com/agent-enable-quit: \"true\"",
+        )
+    } else {
+        None
     }
+}
+
+/// Cloud SQL Auth Proxy serves `/quitquitquit` on its admin port 9091 only when
+/// started with `--quitquitquit` (SPEC §6).
+fn refused_hint(url: &str, failure: &http::Failure) -> Option<&'static str> {
+    let cloudsql = crate::values::HttpUrl::parse(url)
+        .is_ok_and(|u| u.port == 9091 && path_of(url) == "/quitquitquit");
+    (cloudsql && failure.no_connection)
+        .then_some("nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit")
+}
+
+/// The path of a URL, without query or fragment: `/shutdown`.
+fn path_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    path.split(['?', '#']).next().unwrap_or("")
 }
 
 /// SIGINTs every visible pilot-agent; true when one got the signal (one that
@@ -308,6 +389,40 @@ mod tests {
 
     fn signal_else_admin(url: &str) -> Option<SidecarStop> {
         Some(SidecarStop::SignalElseAdmin(url.to_string()))
+    }
+
+    #[test]
+    fn hints_name_what_the_user_sets_for_known_sidecars_only() {
+        let hint = |url, status| not_enabled_hint(url, status).unwrap_or("");
+        assert!(hint("http://127.0.0.1:4191/shutdown", 404).contains("proxy-admin-shutdown"));
+        assert!(hint("http://127.0.0.1:8200/agent/v1/quit", 405).contains("agent-enable-quit"));
+        assert!(hint("http://127.0.0.1:8200/agent/v1/quit?x", 404).contains("agent-enable-quit"));
+        assert_eq!(
+            not_enabled_hint("http://127.0.0.1:4191/shutdown", 200),
+            None
+        );
+        assert_eq!(
+            not_enabled_hint("http://127.0.0.1:4191/shutdown", 405),
+            None
+        );
+        assert_eq!(not_enabled_hint("http://127.0.0.1:1/quit", 404), None);
+        let refused = http::Failure {
+            what: "connection refused".into(),
+            no_connection: true,
+        };
+        assert!(refused_hint("http://127.0.0.1:9091/quitquitquit", &refused).is_some());
+        assert_eq!(
+            refused_hint("http://127.0.0.1:9092/quitquitquit", &refused),
+            None
+        );
+        let timed_out = http::Failure {
+            what: "timed out".into(),
+            no_connection: false,
+        };
+        assert_eq!(
+            refused_hint("http://127.0.0.1:9091/quitquitquit", &timed_out),
+            None
+        );
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! that checks every sidecar with a capped backoff while the main thread waits
 //! for the first of "ready", a terminating signal or a timeout.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,8 @@ const FIRST_INTERVAL: Duration = Duration::from_millis(10);
 /// First progress line after this long, then one every `PROGRESS_EVERY`.
 const FIRST_PROGRESS: Duration = Duration::from_secs(2);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// 404s in a row after which the progress line calls the URL wrong.
+const NOT_FOUND_HINT_AFTER: u32 = 3;
 
 /// Waits for the sidecars as `cfg` says (SPEC §3): `Ok` when the app (or the
 /// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
@@ -49,11 +51,18 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
         log::info!("--no-wait/START_WITHOUT_ENVOY: not waiting for the sidecars");
         return Ok(());
     }
-    match wait_until_ready(cfg, &channel.events, &channel.sender) {
+    let answers = Arc::new(Mutex::new(String::from("none yet")));
+    let end = wait_until_ready(cfg, &channel.events, &channel.sender, &answers);
+    // The poller may still hold the lock for one round; a poisoned one still has text.
+    let last = answers
+        .lock()
+        .map_or_else(|p| p.into_inner().clone(), |a| a.clone());
+    match end {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
+            let limit = log::human(cfg.wait_timeout.unwrap_or_default());
             log::warning!(
-                "sidecars not ready within --wait-timeout/WAIT_FOR_ENVOY_TIMEOUT: starting the app anyway"
+                "sidecars not ready within {limit} (--wait-timeout/WAIT_FOR_ENVOY_TIMEOUT): starting the app anyway"
             );
             Ok(())
         }
@@ -63,29 +72,37 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
             } else {
                 ""
             };
-            log::error!(
-                "sidecars not ready within --fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT{then}"
+            let limit = log::human(cfg.fail_timeout.unwrap_or_default());
+            let line = format!(
+                "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
-            Err(Outcome::NotReady)
+            log::error!("{line}");
+            Err(Outcome::NotReady(format!("{line}; last answers: {last}")))
         }
         WaitEnd::Interrupted(sig) => Err(Outcome::Interrupted(sig)),
     }
 }
 
 /// Polls until every check passes or the wait is cut short.
-fn wait_until_ready(cfg: &ReadyConfig, events: &Events, sender: &Sender) -> WaitEnd {
+fn wait_until_ready(
+    cfg: &ReadyConfig,
+    events: &Events,
+    sender: &Sender,
+    answers: &Arc<Mutex<String>>,
+) -> WaitEnd {
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
-        let (checks, poll_max, stop, sender) = (
+        let (checks, poll_max, stop, sender, answers) = (
             cfg.checks.clone(),
             cfg.poll_max,
             Arc::clone(&stop),
             sender.clone(),
+            Arc::clone(answers),
         );
         thread::Builder::new()
             .name("readiness".into())
-            .spawn(move || poll_until_ready(checks, poll_max, &stop, &sender, start))
+            .spawn(move || poll_until_ready(checks, poll_max, &stop, &sender, start, &answers))
     };
     let poller = match poller {
         Ok(p) => p,
@@ -135,6 +152,8 @@ struct Probe {
     /// `/ready` answered 404 once: ask `/server_info` directly from then on.
     old_envoy: bool,
     last: String,
+    /// Polls in a row answered 404 (for Envoy: `/ready` and `/server_info` both).
+    not_found: u32,
 }
 
 fn poll_until_ready(
@@ -143,6 +162,7 @@ fn poll_until_ready(
     stop: &AtomicBool,
     sender: &Sender,
     start: Instant,
+    answers: &Mutex<String>,
 ) {
     let agent = http::agent();
     let mut probes: Vec<Probe> = checks
@@ -152,6 +172,7 @@ fn poll_until_ready(
             ready: false,
             old_envoy: false,
             last: "not asked yet".into(),
+            not_found: 0,
         })
         .collect();
     log::info!("waiting for {}", describe(&probes, false));
@@ -162,6 +183,9 @@ fn poll_until_ready(
         polls += 1;
         for probe in probes.iter_mut().filter(|p| !p.ready) {
             poll(&agent, probe);
+        }
+        if let Ok(mut last) = answers.lock() {
+            *last = describe(&probes, true);
         }
         if probes.iter().all(|p| p.ready) {
             log_ready(start.elapsed(), polls);
@@ -206,10 +230,21 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
                 Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
                 Check::Url(url) => url.redacted(),
             };
-            if with_answers {
-                format!("{name}: {}", p.last)
-            } else {
+            if !with_answers {
                 name
+            } else if p.not_found >= NOT_FOUND_HINT_AFTER {
+                // A starting sidecar answers 503 or refuses; 404 means nothing
+                // there has that path: a wrong URL or port (SPEC §3, issue 10).
+                let check = match &p.check {
+                    Check::Envoy(_) => "ENVOY_ADMIN_API/--admin (the admin base URL, no path)",
+                    Check::Url(_) => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",
+                };
+                format!(
+                    "{name}: {} (probably the wrong URL or port, not a sidecar still starting: check {check})",
+                    p.last
+                )
+            } else {
+                format!("{name}: {}", p.last)
             }
         })
         .collect();
@@ -238,8 +273,16 @@ fn poll(agent: &Agent, probe: &mut Probe) {
         Ok((ready, status)) => {
             probe.ready = ready;
             probe.last = status.to_string();
+            probe.not_found = if status == 404 {
+                probe.not_found + 1
+            } else {
+                0
+            };
         }
-        Err(failure) => probe.last = failure.what,
+        Err(failure) => {
+            probe.last = failure.what;
+            probe.not_found = 0;
+        }
     }
     log::debug!(
         "poll {}: {}",

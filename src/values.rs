@@ -139,6 +139,20 @@ pub fn parse_bool(s: &str) -> Result<bool, &'static str> {
     }
 }
 
+/// Parses a TCP port, 1 to 65535, digits only (blanks around it ignored).
+pub fn parse_port_number(s: &str) -> Result<u16, &'static str> {
+    parse_port(s.trim()).ok_or("a port from 1 to 65535")
+}
+
+/// Parses whole seconds, 0 or more, as scuttle's integer sleeps take them.
+pub fn parse_seconds(s: &str) -> Result<u64, &'static str> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("whole seconds, 0 or more");
+    }
+    s.parse().map_err(|_| "whole seconds, 0 or more")
+}
+
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {

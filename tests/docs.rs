@@ -80,6 +80,14 @@ fn help_names_every_option_and_variable_of_the_table() {
     assert!(missing.is_empty(), "--help lacks {missing:?}\n{help}");
 }
 
+/// The peers' variables that no option names: honoured ones, then those accepted
+/// with a warning (SPEC §2: the README lists each one).
+fn compat_variables() -> Vec<&'static str> {
+    let mut vars = options::COMPAT_HONOURED.to_vec();
+    vars.extend(options::NO_EFFECT.iter().map(|item| item.var));
+    vars
+}
+
 #[test]
 fn readme_configuration_names_every_option_and_variable() {
     let section = readme_configuration();
@@ -87,6 +95,7 @@ fn readme_configuration_names_every_option_and_variable() {
         .iter()
         .map(|spec| spec.name)
         .chain(variables())
+        .chain(compat_variables())
         .filter(|name| !names(&section, name))
         .collect();
     assert!(

@@ -3,6 +3,8 @@
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;
+/// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
+mod compat;
 /// `--help` and the README against the option table.
 mod docs;
 /// The fake sidecar and the harness themselves.
@@ -13,8 +15,12 @@ mod fuzz_replay;
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
+mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
 mod lifecycle;
+/// tandem invoked as `linkerd-await`: its command line, its meaning (SPEC §2).
+mod linkerd_await;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
 mod logs;
 /// The `--mesh` presets on their fixed ports, skipped where a port is taken (SPEC §6).
@@ -29,6 +35,8 @@ mod real_envoy;
 mod reaping;
 /// SECURITY.md's own checks: no shell, no proxies, install and symlinks, exact pilot-agent.
 mod security;
+/// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).
+mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
 /// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
@@ -36,5 +44,7 @@ mod soak;
 /// 10,000 mixed signals while the app runs: no crash, no leak, all relayed (SPEC §4).
 mod storm;
 mod support;
+/// The termination message: reasons, credentials, the app's file, `off` (SPEC §7).
+mod termination;
 /// Ctrl-C and Ctrl-Z under a real pseudo-terminal (SPEC §4).
 mod tty;

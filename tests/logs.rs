@@ -166,7 +166,7 @@ fn assert_json_lines(out: &Out) -> Vec<(String, String)> {
 }
 
 /// A run with an Envoy that becomes ready after a few polls, an app that fails,
-/// and a quit endpoint that refuses: info, warning and debug lines all occur.
+/// and a quit endpoint that refuses: info, error and debug lines all occur.
 /// `options` go before the app.
 fn eventful(fake: &FakeAdmin, options: &[&str]) -> Command {
     let mut cmd = tandem_at(fake);
@@ -188,8 +188,8 @@ fn text_lines_have_a_utc_millisecond_timestamp_and_the_tandem_tag() {
     assert_eq!(out.code, Some(3), "{}", out.dump());
     assert_text_lines(&out, before, after);
     assert!(
-        out.stderr.contains(" tandem: warning: "),
-        "the failed quit should be a warning\n{}",
+        out.stderr.contains(" tandem: error: "),
+        "the failed quit should be an error (SPEC §8)\n{}",
         out.dump()
     );
 }
@@ -221,7 +221,7 @@ fn json_format_writes_one_object_per_line_with_ts_level_msg() {
             out.dump()
         );
     }
-    for expected in ["warn", "info", "debug"] {
+    for expected in ["error", "info", "debug"] {
         assert!(
             levels.contains(&expected),
             "no {expected} line\n{}",

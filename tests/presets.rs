@@ -88,7 +88,7 @@ fn linkerd_and_cloudsql_presets_combine_and_both_are_quit_after_a_failure() {
     let dump = dump(&out, &fakes);
     assert_eq!(out.code, Some(3), "{dump}");
     assert!(count(&fakes[0], "GET", "/ready") >= 2, "{dump}");
-    assert!(count(&fakes[1], "GET", "/readiness") >= 2, "{dump}");
+    assert!(count(&fakes[1], "GET", "/startup") >= 2, "{dump}");
     assert_eq!(count(&fakes[0], "POST", "/shutdown"), 1, "{dump}");
     assert_eq!(count(&fakes[2], "POST", "/quitquitquit"), 1, "{dump}");
 }

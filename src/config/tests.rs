@@ -59,6 +59,9 @@ fn defaults() -> Config {
         forward_to: ForwardTo::Child,
         log_level: Level::Info,
         log_format: Format::Text,
+        termination_log: crate::termination::Target::Kubernetes,
+        warnings: vec![],
+        disabled_by: None,
     }
 }
 
@@ -71,7 +74,7 @@ const ISTIO_QUIT: &str = "http://127.0.0.1:15020";
 const ENVOY_ADMIN: &str = "http://127.0.0.1:9901";
 const LINKERD_READY: &str = "http://127.0.0.1:4191/ready";
 const LINKERD_QUIT: &str = "http://127.0.0.1:4191/shutdown";
-const CLOUDSQL_READY: &str = "http://127.0.0.1:9090/readiness";
+const CLOUDSQL_READY: &str = "http://127.0.0.1:9090/startup";
 const CLOUDSQL_QUIT: &str = "http://127.0.0.1:9091/quitquitquit";
 
 #[test]
@@ -115,6 +118,30 @@ fn every_variable_is_read_and_has_its_effect() {
         }),
         // Stopping after a failure is already the default: accepted, no change.
         ("ALWAYS_KILL_ENVOY", "true", |_| {}),
+        ("ISTIO_FALLBACK_PKILL", "true", |c| {
+            c.quit.pkill_fallback = crate::config::PkillFallback::OnAnyFailure
+        }),
+        ("ISTIO_FALLBACK_PKILL", "false", |c| {
+            c.quit.pkill_fallback = crate::config::PkillFallback::Never
+        }),
+        ("GENERIC_READY_ENDPOINTS", "http://127.0.0.1:8080/g", |c| {
+            c.ready.checks = vec![Check::Url(url("http://127.0.0.1:8080/g"))]
+        }),
+        ("LINKERD_AWAIT_DISABLED", "x", |c| {
+            c.disabled_by = Some("LINKERD_AWAIT_DISABLED")
+        }),
+        ("LINKERD_DISABLED", "1", |c| {
+            c.disabled_by = Some("LINKERD_DISABLED")
+        }),
+        ("SCUTTLE_SLEEP_1", "3", |c| {
+            c.warnings = vec![format!(
+                "SCUTTLE_SLEEP_1=\"3\" has no effect: {}",
+                crate::options::NO_EFFECT[2].why
+            )]
+        }),
+        ("TANDEM_TERMINATION_LOG", "off", |c| {
+            c.termination_log = crate::termination::Target::Off
+        }),
         ("SCUTTLE_LOGGING", "false", |c| c.log_level = Level::Warn),
         ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
             c.log_level = Level::Warn
@@ -544,6 +571,15 @@ fn each_preset_contributes_its_endpoints() {
             c.quit.generic = vec![url(CLOUDSQL_QUIT)];
             c.quit.envoy_configured = true;
         }),
+        ("dapr", |c| {
+            c.ready.checks = vec![Check::Url(url(
+                "http://127.0.0.1:3500/v1.0/healthz/outbound",
+            ))];
+            c.quit.generic = vec![url("http://127.0.0.1:3500/v1.0/shutdown")];
+        }),
+        ("vault", |c| {
+            c.quit.generic = vec![url("http://127.0.0.1:8200/agent/v1/quit")];
+        }),
         ("ISTIO", |c| {
             c.ready.checks = vec![Check::Url(url(ISTIO_READY))];
             c.quit.istio_quit = Some(url(ISTIO_QUIT));
@@ -563,6 +599,18 @@ fn each_preset_contributes_its_endpoints() {
         let c = config(&format!("--mesh {repeated}"), &[]);
         assert_eq!(c, expected, "--mesh {repeated}");
     }
+}
+
+#[test]
+fn dapr_http_port_moves_both_dapr_urls() {
+    let c = config("--mesh dapr", &[("DAPR_HTTP_PORT", " 3600 ")]);
+    assert_eq!(
+        c.ready.checks,
+        [Check::Url(url(
+            "http://127.0.0.1:3600/v1.0/healthz/outbound"
+        ))]
+    );
+    assert_eq!(c.quit.generic, [url("http://127.0.0.1:3600/v1.0/shutdown")]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use super::posts;
 use crate::support::{
-    Out, RUN_TIMEOUT, Script, closed_port, default_signals, no_real_pilot_agent,
+    Fault, Out, RUN_TIMEOUT, Script, closed_port, default_signals, no_real_pilot_agent,
     pid_namespace_available, run, spawn, start, state, tandem_at, temp_dir, wait_until,
 };
 use std::path::{Path, PathBuf};
@@ -254,4 +254,43 @@ fn nested_pilot_agent(exe: &Path) -> Option<String> {
                 && std::fs::read_link(path.join("ns/pid")).is_ok_and(|ns| ns != mine)
         })
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
+}
+
+#[test]
+fn istio_fallback_pkill_true_signals_pilot_agent_when_its_quit_fails_in_any_way() {
+    let envoy = start(Script::envoy());
+    // Connected, then no answer: not the refused connection of the default fallback.
+    let pilot = start(Script::pilot_agent().fault_on("/quitquitquit", Fault::Hang));
+    let env = [
+        ("ENVOY_ADMIN_API", envoy.url()),
+        ("ISTIO_QUIT_API", pilot.url()),
+        ("ISTIO_FALLBACK_PKILL", "true".to_owned()),
+        ("QUIT_REQUEST_TIMEOUT", "500ms".to_owned()),
+    ];
+    let Some((out, agent, _)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
+    let dump = out.dump_with(&[&envoy, &pilot]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert_eq!(posts(&pilot, "/quitquitquit"), 1, "{dump}");
+    assert_eq!(agent, AgentEnd::Interrupted, "{dump}");
+}
+
+#[test]
+fn istio_fallback_pkill_false_never_signals_pilot_agent() {
+    let envoy = start(Script::envoy());
+    let env = [
+        ("ENVOY_ADMIN_API", envoy.url()),
+        (
+            "ISTIO_QUIT_API",
+            format!("http://127.0.0.1:{}", closed_port()),
+        ),
+        ("ISTIO_FALLBACK_PKILL", "false".to_owned()),
+    ];
+    let Some((out, agent, _)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
+    let dump = out.dump_with(&[&envoy]);
+    assert_eq!(agent, AgentEnd::LeftRunning, "{dump}");
+    assert!(!out.stderr.contains("sent SIGINT"), "{dump}");
 }
