@@ -161,6 +161,19 @@ pub fn http_answer(data: &[u8]) {
 /// configuration either build or fail with a usage error (exit 64). The message
 /// may hold the user's control characters: `log` escapes them into one line.
 pub fn config(data: &[u8]) {
+    configure(data, cli::parse);
+}
+
+/// The linkerd-await command line (tandem invoked by that name), in the same
+/// input format as [`config`]: translated into tandem's options, then configured,
+/// it builds or fails with a usage error.
+pub fn linkerd_await(data: &[u8]) {
+    configure(data, tandem::linkerd_await::parse);
+}
+
+/// Splits `data` into arguments and variables, parses the arguments with `parse`
+/// and builds the configuration; any error must be a usage error.
+fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::error::Error>) {
     let Some((&count, rest)) = data.split_first() else {
         return;
     };
@@ -187,7 +200,7 @@ pub fn config(data: &[u8]) {
         assert_eq!(e.exit_code(), tandem::error::EX_USAGE, "{line}");
         assert!(!line.is_empty(), "an empty error");
     };
-    let cli = match cli::parse(args) {
+    let cli = match parse(args) {
         Ok(cli) => cli,
         Err(e) => return check(&e),
     };

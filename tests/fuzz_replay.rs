@@ -56,3 +56,8 @@ fn http_answers_replay_clean() {
 fn configurations_replay_clean() {
     replay("config", bodies::config);
 }
+
+#[test]
+fn linkerd_await_command_lines_replay_clean() {
+    replay("linkerd_await", bodies::linkerd_await);
+}
