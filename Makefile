@@ -36,7 +36,7 @@ rustup-target = @if command -v rustup >/dev/null && ! rustup target list --insta
 	rustup target add '$(1)'; fi
 
 .PHONY: all build static demo demo-envoy test lint unit test-musl deps size check-static smoke \
-	fake-sidecar envoy real-envoy arm64 tls manifests skips-reset clean
+	fake-sidecar envoy real-envoy arm64 tls manifests pods demo-pod skips-reset clean
 
 all: build
 
@@ -64,7 +64,7 @@ demo-envoy: envoy
 ## `arm64` repeats build, size, static and smoke checks for aarch64 under qemu.
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
-test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls manifests
+test: skips-reset lint unit test-musl deps static size check-static smoke arm64 tls manifests pods
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -157,6 +157,21 @@ tls: static
 ## venv under target/, from PyPI).
 manifests: static
 	.ci/manifests.sh $(BIN)
+
+## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
+## images built from local files, the real Envoy as istio-proxy, the fake sidecar
+## for the rest): each completes with the app's exit status and every sidecar
+## exited; the same Istio Pod without tandem stays running (tests/pods/pods.py).
+## Needs root, podman, runc and busybox-static; skipped without them, except under CI=true.
+## demo-pod: the same Pod without tandem, stuck, then with tandem, completing.
+PODS_BIN = target/$(NATIVE_MUSL)/release
+pods: PODS_FLAGS =
+demo-pod: PODS_FLAGS = --demo
+
+pods demo-pod: envoy
+	$(call rustup-target,$(NATIVE_MUSL))
+	$(CARGO) build --release --locked --target $(NATIVE_MUSL) --bin tandem --example fake_sidecar
+	SKIPS=$(SKIPS) python3 tests/pods/pods.py $(PODS_FLAGS) $(PODS_BIN)/tandem $(PODS_BIN)/examples/fake_sidecar $(ENVOY_BIN)
 
 clean:
 	$(CARGO) clean

@@ -1,5 +1,6 @@
-//! Starting the app: PATH lookup, its own process group, job control set up in
-//! the child (`terminal`), and exec failures mapped to 126/127 (SPEC §4, §7).
+//! Starting the app: PATH lookup, its own process group, job control and signal
+//! state set up in the child (`terminal`, `signals`), and exec failures mapped to
+//! 126/127 (SPEC §4, §7).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, ErrorKind};
@@ -9,23 +10,32 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::error::Error;
+use crate::signals::AppSignals;
 use crate::terminal::JobControl;
 
 /// Starts COMMAND with ARGS in a new process group; with `job`, the group takes
 /// the terminal's foreground when tandem had it, so a Ctrl-C reaches the app once
-/// and not tandem.
+/// and not tandem. The app starts with `signals` (no signal blocked, the stops
+/// as tandem's parent left them).
 pub fn spawn(
     command: &OsStr,
     args: &[OsString],
     job: Option<JobControl>,
+    signals: AppSignals,
 ) -> Result<libc::pid_t, Error> {
     let mut cmd = Command::new(command);
     cmd.args(args).process_group(0);
-    if let Some(job) = job {
-        // SAFETY: the closure runs between fork and exec and only makes
-        // async-signal-safe calls (`JobControl::in_child`); it allocates nothing.
-        unsafe { cmd.pre_exec(move || job.in_child()) };
-    }
+    let in_child = move || {
+        if let Some(job) = job {
+            job.in_child();
+        }
+        signals.in_child()
+    };
+    // SAFETY: the closure runs between fork and exec and only makes
+    // async-signal-safe calls (`JobControl::in_child`, `AppSignals::in_child`); it
+    // allocates nothing. (A `pre_exec` makes std fork instead of posix_spawn; std
+    // itself resets only SIGPIPE and keeps the mask, so the stops need this.)
+    unsafe { cmd.pre_exec(in_child) };
     match cmd.spawn() {
         // std's Child is dropped without wait: reaping is `reap`'s job, by pid.
         Ok(child) => libc::pid_t::try_from(child.id())

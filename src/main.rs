@@ -89,7 +89,7 @@ fn run(
             // Only now: tandem leaves the terminal alone while it waits.
             let job = JobControl::take();
             let group = cfg.forward_to == ForwardTo::Group;
-            let spawn = || child::spawn(cmd, args, job);
+            let spawn = || child::spawn(cmd, args, job, relay.app_signals());
             let started = relay.spawn_then_relay(group, job, &channel.events, spawn);
             let ended = started.and_then(|pid| reap::wait_for(pid, relay, job));
             ended.unwrap_or_else(Outcome::Failed)

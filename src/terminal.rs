@@ -5,51 +5,37 @@
 //! One `JobControl` value, made once by `JobControl::take` just before the spawn,
 //! is handed to each part that acts on the terminal:
 //! - `child` runs `in_child` between fork and exec: the app's group takes the
-//!   foreground (only if tandem had it) and gets back the stop dispositions.
+//!   foreground (only if tandem had it); `signals::AppSignals` gives it back the
+//!   stop dispositions.
 //! - the relay (`signals`) calls `on_continue` on every SIGCONT: `fg` gave tandem
 //!   the terminal, so it hands it on to the app.
 //! - `reap` waits for stops too and calls `pass_on_stop`: tandem stops with the
 //!   app, so the shell prints its prompt, and `fg` resumes both.
 //!
-//! Invariants: SIGTTIN/SIGTTOU stay ignored in tandem from `take` on, so it can
-//! hand over the terminal and log from the background without being stopped; the
+//! Invariants: SIGTTIN/SIGTTOU are ignored in tandem from the start
+//! (`signals::register`), so it can hand over the terminal and log from the
+//! background without being stopped; the
 //! app's pid is only ever used while it is unreaped (the relay's lock and `reap`'s
 //! order guarantee it), so `tcsetpgrp` and `kill` never reach a reused pid.
-
-use std::io;
 
 /// tandem runs on its controlling terminal: job control for the app is its job.
 #[derive(Debug, Clone, Copy)]
 pub struct JobControl {
-    /// SIGTTIN's disposition as tandem found it, restored in the app.
-    ttin: libc::sighandler_t,
-    /// SIGTTOU's disposition as tandem found it, restored in the app.
-    ttou: libc::sighandler_t,
     /// tandem was in the terminal's foreground at the spawn: the app takes it.
     foreground: bool,
 }
 
 impl JobControl {
-    /// `Some` when stdin is tandem's controlling terminal, in the foreground or
-    /// not; then SIGTTIN and SIGTTOU are ignored from here on (see the invariants).
+    /// `Some` when stdin is tandem's controlling terminal, in the foreground or not.
     pub fn take() -> Option<JobControl> {
-        if !on_terminal() {
-            return None;
-        }
-        // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
-        let ttin = unsafe { libc::signal(libc::SIGTTIN, libc::SIG_IGN) };
-        // SAFETY: as above.
-        let ttou = unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
-        Some(JobControl {
-            ttin,
-            ttou,
+        on_terminal().then(|| JobControl {
             foreground: owns_terminal(),
         })
     }
 
-    /// In the app, between fork and exec: takes the foreground if tandem had it,
-    /// and restores the terminal stops. Makes async-signal-safe calls only.
-    pub fn in_child(&self) -> io::Result<()> {
+    /// In the app, between fork and exec, before its signal dispositions are
+    /// restored: takes the foreground if tandem had it. Async-signal-safe.
+    pub fn in_child(&self) {
         if self.foreground {
             // SIGTTOU is still ignored here, so the new group may take the terminal.
             // SAFETY: getpid takes nothing and returns a plain integer.
@@ -57,14 +43,6 @@ impl JobControl {
             // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
             unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, me) };
         }
-        // SAFETY: restores a disposition `signal` returned earlier in this process.
-        let ttin = unsafe { libc::signal(libc::SIGTTIN, self.ttin) };
-        // SAFETY: as above.
-        let ttou = unsafe { libc::signal(libc::SIGTTOU, self.ttou) };
-        if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
     }
 
     /// A SIGCONT is being relayed to `app`: if `fg` gave tandem the terminal

@@ -15,6 +15,8 @@ mod fuzz_replay;
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
 mod idle;
+/// Init-grade: the app's mask, SIGTTIN/SIGTTOU, faults sent with kill, real faults (SPEC §4).
+mod init;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).

@@ -16,7 +16,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 /// A process running on the slave side of a new pseudo-terminal, as the session
 /// leader with the terminal as its controlling terminal (as `docker run -it` and
 /// `kubectl run -it` start PID 1). Dropping it kills and reaps the process.
-struct OnTty {
+pub(crate) struct OnTty {
     child: Child,
     master: File,
     /// Everything written to the terminal, read continuously so it never fills up.
@@ -24,7 +24,7 @@ struct OnTty {
 }
 
 impl OnTty {
-    fn spawn(cmd: &mut Command) -> OnTty {
+    pub(crate) fn spawn(cmd: &mut Command) -> OnTty {
         default_signals(cmd);
         let (mut master_fd, mut slave_fd) = (-1, -1);
         // SAFETY: both out-pointers are valid; null name, termios and winsize are allowed.
@@ -63,7 +63,7 @@ impl OnTty {
         }
     }
 
-    fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).expect("pid fits in i32")
     }
 
@@ -72,12 +72,12 @@ impl OnTty {
         self.master.write_all(bytes).expect("write to the master");
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.screen.snapshot()).into_owned()
     }
 
     /// Waits for the exit; kills the process and panics with the screen on timeout.
-    fn wait(&mut self) -> ExitStatus {
+    pub(crate) fn wait(&mut self) -> ExitStatus {
         let mut status = None;
         wait_until(RUN_TIMEOUT, || {
             status = self.child.try_wait().ok().flatten();
