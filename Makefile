@@ -256,3 +256,31 @@ bench-deps:
 	else \
 	  echo "bench:$$missing missing (apt-get needs root): their figures are skipped"; \
 	fi
+
+## fuzz: each cargo-fuzz target (fuzz/) for FUZZ_SECONDS on nightly; installs the
+## pinned cargo-fuzz when missing. `make fuzz FUZZ_TARGETS=url` runs one.
+## `make test` replays the committed seeds on stable (tests/fuzz_replay.rs).
+.PHONY: fuzz fuzz-deps
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+CARGO_FUZZ_VERSION = 0.13.2
+
+fuzz: fuzz-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-deps:
+	@if ! cargo fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz $(CARGO_FUZZ_VERSION)'; then \
+		$(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION); fi
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+
+## soak: SOAK_RUNS (1,000) seeded runs against random sidecar behaviours, quit
+## endpoints, timeouts and app outcomes (tests/soak.rs); `make test` runs 100.
+## A failure names SOAK_SEED and SOAK_ONLY=N to replay that run alone.
+.PHONY: soak
+SOAK_RUNS ?= 1000
+SOAK_SEED ?= 15
+SOAK_THREADS ?= 4
+
+soak:
+	SOAK_RUNS=$(SOAK_RUNS) SOAK_SEED=$(SOAK_SEED) SOAK_THREADS=$(SOAK_THREADS) \
+		$(CARGO) test --locked --test integration soak:: -- --nocapture

@@ -299,7 +299,8 @@ fn server_info_live(agent: &Agent, url: &str) -> Result<(bool, u16), http::Failu
 
 /// The string value of the top-level-looking `"state"` key, found without a JSON
 /// library: Envoy prints `"state": "LIVE"` once, and its value has no escapes.
-fn json_state(body: &str) -> Option<&str> {
+/// Public for the fuzzer (`fuzz/bodies.rs`), which feeds it arbitrary bodies.
+pub fn json_state(body: &str) -> Option<&str> {
     let after_key = &body[body.find("\"state\"")? + "\"state\"".len()..];
     let after_colon = after_key.trim_start().strip_prefix(':')?.trim_start();
     let value = after_colon.strip_prefix('"')?;

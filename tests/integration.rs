@@ -9,6 +9,8 @@ mod compat;
 mod docs;
 /// The fake sidecar and the harness themselves.
 mod fake;
+/// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
+mod fuzz_replay;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
 mod hostile;
 /// Idle while the app runs: no wake-ups, at most two threads (SPEC §4).
@@ -33,10 +35,16 @@ mod ready;
 mod real_envoy;
 /// PID 1 and subreaper reaping; exit when the direct child exits (SPEC §4).
 mod reaping;
+/// SECURITY.md's own checks: no shell, no proxies, install and symlinks, exact pilot-agent.
+mod security;
 /// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).
 mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).
 mod signals;
+/// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
+mod soak;
+/// 10,000 mixed signals while the app runs: no crash, no leak, all relayed (SPEC §4).
+mod storm;
 mod support;
 /// The termination message: reasons, credentials, the app's file, `off` (SPEC §7).
 mod termination;

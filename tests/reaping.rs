@@ -3,8 +3,8 @@
 //! exits, whatever grandchildren still run.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, default_signals, kill, pid_namespace_available, run, spawn, state,
-    status_field, tandem, temp_dir, wait_until,
+    REACT, RUN_TIMEOUT, SIGKILL, children_of, default_signals, kill, pid_namespace_available, run,
+    spawn, state, status_field, tandem, temp_dir, wait_until,
 };
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bound on a whole run of 1,000 orphans.
 const RUN: Duration = RUN_TIMEOUT.saturating_mul(2);
@@ -98,6 +98,102 @@ fn as_pid_1_reaps_a_thousand_orphans_and_exits_with_the_apps_code() {
         "orphans still running (census {census:?})\n{}",
         out.dump()
     );
+    assert_eq!(out.code, Some(42), "{}", out.dump());
+}
+
+/// The app of the "at once" test: 1,000 orphans (double-forked, so re-parented
+/// to tandem), each reading the FIFO `go` as its stdin, so that they all end
+/// together when the test closes its writing end; then it waits on the FIFO
+/// `end` and exits 42.
+const ORPHANS_AT_ONCE: &str = r#"
+d=$0
+i=0
+while [ $i -lt 1000 ]; do ( read x < "$d/go" & ); i=$((i+1)); done
+read y < "$d/end"
+exit 42
+"#;
+
+/// How many orphans the "at once" test starts.
+const AT_ONCE: usize = 1000;
+
+#[test]
+fn as_pid_1_a_thousand_orphans_exiting_at_once_leave_no_zombie() {
+    if !pid_namespace_available() {
+        return;
+    }
+    let dir = temp_dir("pid1-at-once");
+    let (go, end) = (dir.join("go"), dir.join("end"));
+    mkfifo(&go);
+    mkfifo(&end);
+    let mut cmd = Command::new("unshare");
+    default_signals(&mut cmd)
+        .env_clear()
+        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_tandem"))
+        .args(["sh", "-c", ORPHANS_AT_ONCE])
+        .arg(&dir);
+    let unshare = spawn(&mut cmd);
+    // tandem is unshare's one child; seen from here, under its outer pid.
+    let mut tandem_pid = 0;
+    let found = wait_until(REACT, || {
+        tandem_pid = children_of(unshare.pid()).first().copied().unwrap_or(0);
+        tandem_pid != 0
+    });
+    assert!(found, "unshare started no tandem");
+    // Holding `go` open for writing lets every orphan's open return; each then
+    // blocks in `read` until the last writer closes.
+    let writer = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&go)
+        .expect("open the go FIFO");
+    let reads_go = |pid: &i32| fs::read_link(format!("/proc/{pid}/fd/0")).is_ok_and(|l| l == go);
+    let mut orphans = Vec::new();
+    let all_waiting = wait_until(RUN, || {
+        orphans = children_of(tandem_pid)
+            .into_iter()
+            .filter(reads_go)
+            .collect();
+        orphans.len() == AT_ONCE
+    });
+    if !all_waiting {
+        kill(tandem_pid, SIGKILL);
+        panic!("{} of {AT_ONCE} orphans were waiting on go", orphans.len());
+    }
+    // Every orphan is tandem's child now, none through the app.
+    drop(writer);
+    let released = Instant::now();
+    let mut most_zombies = 0;
+    let mut left = orphans.clone();
+    let reaped = wait_until(REACT, || {
+        left.retain(|pid| state(*pid).is_some());
+        let zombies = left.iter().filter(|pid| state(**pid) == Some('Z')).count();
+        most_zombies = most_zombies.max(zombies);
+        left.is_empty()
+    });
+    let took = released.elapsed();
+    if !reaped {
+        kill(tandem_pid, SIGKILL);
+        panic!(
+            "{} of {AT_ONCE} orphans not reaped within {REACT:?} (states {:?})",
+            left.len(),
+            left.iter()
+                .take(5)
+                .map(|pid| state(*pid))
+                .collect::<Vec<_>>()
+        );
+    }
+    eprintln!(
+        "{AT_ONCE} orphans gone {took:?} after release (at most {most_zombies} zombies seen)"
+    );
+    let zombies: Vec<i32> = children_of(tandem_pid)
+        .into_iter()
+        .filter(|pid| state(*pid) == Some('Z'))
+        .collect();
+    assert!(zombies.is_empty(), "zombies left: {zombies:?}");
+    fs::write(&end, "\n").expect("release the app");
+    let out = unshare.wait(RUN);
     assert_eq!(out.code, Some(42), "{}", out.dump());
 }
 

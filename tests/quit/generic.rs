@@ -3,9 +3,7 @@
 //! `QUIT_REQUEST_TIMEOUT` (SPEC §5.3).
 
 use super::{first_post, posts, quit_lines, run_with_policy};
-use crate::support::{
-    FakeAdmin, Fault, RUN_TIMEOUT, Script, closed_port, run, spawn, start, tandem, tandem_at,
-};
+use crate::support::{FakeAdmin, Fault, RUN_TIMEOUT, Script, run, spawn, start, tandem, tandem_at};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------
@@ -297,7 +295,12 @@ fn quit_phase_is_bounded_by_five_seconds_by_default() {
 fn a_generic_endpoint_that_starts_listening_late_still_gets_its_quit() {
     // A sidecar with no readiness check (Vault Agent) may open its port only
     // after a short job has ended: the refused quit is retried until it listens.
-    let port = closed_port();
+    // A port released at once (not `closed_port`, which keeps it bound for good),
+    // so the late sidecar can take it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("an ephemeral port")
+        .port();
     let url = format!("http://127.0.0.1:{port}/agent/v1/quit");
     let running = spawn(
         tandem()

@@ -13,7 +13,8 @@ mod setup;
 pub use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift};
 pub use prereq::{no_real_pilot_agent, on_fixed_ports, pid_namespace_available, python};
 pub use procfs::{
-    stat_after_comm, state, status_field, status_number, status_text_field, task_status_number,
+    children_of, fd_count, stat_after_comm, state, status_field, status_number, status_text_field,
+    task_status_number,
 };
 pub use recorder::Recorder;
 pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};

@@ -55,6 +55,23 @@ pub fn state(pid: i32) -> Option<char> {
     stat_after_comm(pid).first()?.chars().next()
 }
 
+/// The pids whose parent is `pid` (alive or zombies), from a scan of `/proc`.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let parent = pid.to_string();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| stat_after_comm(*p).get(1) == Some(&parent))
+        .collect()
+}
+
+/// How many file descriptors `pid` has open; `None` once it is gone.
+pub fn fd_count(pid: i32) -> Option<usize> {
+    Some(fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
 #[test]
 fn this_process_reads_as_alive_with_its_parent() {
     let me = i32::try_from(std::process::id()).expect("pid fits in i32");
@@ -68,4 +85,19 @@ fn this_process_reads_as_alive_with_its_parent() {
     assert_eq!(status_field(me, "PPid"), Some(parent));
     assert!(status_number(me, "VmRSS").is_some_and(|kib| kib > 0));
     assert_eq!(status_field(me, "NoSuchField"), None);
+    assert!(fd_count(me).is_some_and(|n| n >= 3), "{:?}", fd_count(me));
+}
+
+#[test]
+fn a_spawned_child_is_listed_among_this_processs_children() {
+    let me = i32::try_from(std::process::id()).expect("pid fits in i32");
+    let mut child = std::process::Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = i32::try_from(child.id()).expect("pid fits in i32");
+    let listed = children_of(me).contains(&pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(listed, "{pid} not among {:?}", children_of(me));
 }

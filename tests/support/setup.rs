@@ -2,7 +2,8 @@
 //! a port nothing listens on, and an app whose start leaves a mark.
 
 use super::{FakeAdmin, Script, tandem};
-use std::net::TcpListener;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
@@ -28,10 +29,36 @@ pub fn tandem_at_url(url: &str) -> Command {
     cmd
 }
 
-/// A loopback port that nothing listens on (bound, then released at once).
+/// A loopback port that nothing listens on: a connection to it is refused.
+///
+/// The port stays bound (by a socket that never listens) until the test process
+/// ends, so no fake started later in this process can get it: a released port
+/// came back to a sibling test's fake under load, and "refused" became "reset".
 pub fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local addr").port()
+    static HELD: Mutex<Vec<OwnedFd>> = Mutex::new(Vec::new());
+    // SAFETY: socket takes plain integers; the result is checked below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: fd is a new socket that nothing else owns.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let ptr = (&raw mut addr).cast::<libc::sockaddr>();
+    // SAFETY: ptr points to a sockaddr_in of `len` bytes.
+    let bound = unsafe { libc::bind(socket.as_raw_fd(), ptr, len) };
+    assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+    // SAFETY: ptr and len describe a writable sockaddr_in.
+    let named = unsafe { libc::getsockname(socket.as_raw_fd(), ptr, &mut len) };
+    assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+    HELD.lock().unwrap_or_else(|p| p.into_inner()).push(socket);
+    u16::from_be(addr.sin_port)
 }
 
 /// Appends an app that creates `marker` and exits 0: its absence proves the app
