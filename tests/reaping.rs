@@ -3,8 +3,8 @@
 //! exits, whatever grandchildren still run.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, SIGKILL, children_of, default_signals, kill, pid_namespace_available, run,
-    spawn, state, status_field, tandem, temp_dir, wait_until,
+    REACT, RUN_TIMEOUT, SIGKILL, children_of, in_new_pid_namespace, kill, pid_namespace_available,
+    run, spawn, state, status_field, tandem, temp_dir, wait_until,
 };
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
@@ -12,7 +12,6 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Bound on a whole run of 1,000 orphans.
@@ -68,12 +67,8 @@ fn as_pid_1_reaps_a_thousand_orphans_and_exits_with_the_apps_code() {
         return;
     }
     let dir = temp_dir("pid1");
-    let mut cmd = Command::new("unshare");
-    default_signals(&mut cmd)
-        .env_clear()
-        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
-        .args(["--pid", "--fork", "--mount-proc"])
-        .arg(env!("CARGO_BIN_EXE_tandem"))
+    let mut cmd = in_new_pid_namespace();
+    cmd.arg(env!("CARGO_BIN_EXE_tandem"))
         .args(["sh", "-c", ORPHANS])
         .arg(&dir);
     let out = run(&mut cmd, RUN);
@@ -125,12 +120,8 @@ fn as_pid_1_a_thousand_orphans_exiting_at_once_leave_no_zombie() {
     let (go, end) = (dir.join("go"), dir.join("end"));
     mkfifo(&go);
     mkfifo(&end);
-    let mut cmd = Command::new("unshare");
-    default_signals(&mut cmd)
-        .env_clear()
-        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)))
-        .args(["--pid", "--fork", "--mount-proc"])
-        .arg(env!("CARGO_BIN_EXE_tandem"))
+    let mut cmd = in_new_pid_namespace();
+    cmd.arg(env!("CARGO_BIN_EXE_tandem"))
         .args(["sh", "-c", ORPHANS_AT_ONCE])
         .arg(&dir);
     let unshare = spawn(&mut cmd);

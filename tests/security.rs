@@ -3,8 +3,8 @@
 //! and only a process named exactly `pilot-agent` is ever signalled besides the app.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, Script, default_signals, no_real_pilot_agent, pid_namespace_available, run,
-    start, state, tandem, tandem_at, temp_dir,
+    REACT, RUN_TIMEOUT, Script, in_new_pid_namespace, no_real_pilot_agent, pid_namespace_available,
+    run, start, state, tandem, tandem_at, temp_dir,
 };
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -65,11 +65,8 @@ fn install_never_writes_through_a_symlink_at_its_temporary_name() {
     let into = dir.join("into");
     fs::create_dir(&into).expect("mkdir");
     symlink(&victim, into.join(".tandem.1.tmp")).expect("plant the symlink");
-    let mut cmd = Command::new("unshare");
-    default_signals(&mut cmd)
-        .env_clear()
-        .args(["--pid", "--fork", "--mount-proc"])
-        .arg(env!("CARGO_BIN_EXE_tandem"))
+    let mut cmd = in_new_pid_namespace();
+    cmd.arg(env!("CARGO_BIN_EXE_tandem"))
         .arg("--install-to")
         .arg(&into);
     let out = run(&mut cmd, RUN_TIMEOUT);

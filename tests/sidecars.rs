@@ -139,6 +139,18 @@ fn linkerd_404_on_shutdown_names_the_pod_annotation_even_at_error_level() {
                 .contains("config.linkerd.io/proxy-admin-shutdown: enabled"),
         "{dump}"
     );
+    // The proxy's own setting too, for a proxy run outside the injector (SPEC §5.3).
+    assert!(
+        out.stderr
+            .contains("LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true"),
+        "{dump}"
+    );
+    let shutdowns = linkerd
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == "/shutdown")
+        .count();
+    assert_eq!(shutdowns, 1, "{dump}");
 }
 
 #[test]

@@ -4,8 +4,9 @@
 
 use super::posts;
 use crate::support::{
-    Fault, Out, RUN_TIMEOUT, Script, closed_port, default_signals, no_real_pilot_agent,
-    pid_namespace_available, run, spawn, start, state, tandem_at, temp_dir, wait_until,
+    Fault, Out, RUN_TIMEOUT, Script, closed_port, default_signals, in_new_pid_namespace,
+    no_real_pilot_agent, pid_namespace_available, run, spawn, start, state, tandem_at, temp_dir,
+    wait_until,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,13 +85,9 @@ fn run_beside_pilot_agent(env: &[(&str, String)], code: i32) -> Option<(Out, Age
     let dir = temp_dir("pilot-agent");
     copy_sleep_as_pilot_agent(&dir);
 
-    let mut cmd = Command::new("unshare");
-    default_signals(&mut cmd)
-        .env_clear()
-        .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        // If the run is killed on timeout, the namespace and the fake go with it.
-        .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+    // If the run is killed on timeout, the namespace and the fake go with it.
+    let mut cmd = in_new_pid_namespace();
+    cmd.envs(env.iter().map(|(k, v)| (k, v)))
         .args(["sh", "-c", BESIDE_PILOT_AGENT, "sh"])
         .arg(&dir)
         .arg(env!("CARGO_BIN_EXE_tandem"))

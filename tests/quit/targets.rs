@@ -228,28 +228,6 @@ fn localhost_admin_url_is_local_and_gets_the_quit() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn linkerd_shutdown_404_logs_how_to_enable_the_endpoint() {
-    let linkerd = start(Script::linkerd().shutdown_enabled(false));
-    let out = run(
-        tandem()
-            .env(
-                "GENERIC_QUIT_ENDPOINTS",
-                format!("{}/shutdown", linkerd.url()),
-            )
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    let dump = out.dump_with(&[&linkerd]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert_eq!(posts(&linkerd, "/shutdown"), 1, "{dump}");
-    assert!(
-        out.stderr
-            .contains("LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true"),
-        "{dump}"
-    );
-}
-
-#[test]
 fn every_quit_result_is_logged_with_its_status_or_error() {
     let ok = start(Script::generic());
     let broken = start(Script::generic().status_override("/broken", 500));

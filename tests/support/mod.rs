@@ -60,12 +60,25 @@ pub fn tandem() -> Command {
     cmd
 }
 
+/// `unshare` ready to run the command given next as PID 1 of a new PID namespace
+/// with its own `/proc`: default signal dispositions, an environment with only
+/// `PATH`, and the namespace killed with `unshare` if the run is abandoned.
+pub fn in_new_pid_namespace() -> Command {
+    let mut cmd = Command::new("unshare");
+    default_signals(&mut cmd)
+        .env_clear()
+        .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
+        .args(["--pid", "--fork", "--kill-child", "--mount-proc"]);
+    cmd
+}
+
 /// Starts `cmd` with every signal at its default action. The suite may run under
 /// `nohup` or as a background job of a non-interactive shell (SIGHUP, SIGINT,
 /// SIGQUIT ignored); tandem passes an ignored set on to the app, and a shell app
 /// cannot even trap a signal ignored on entry. Use it on every command that runs
-/// tandem (`unshare …`, a pty wrapper). (`Command` already empties the signal
-/// mask.) A test's own `pre_exec`, added later, runs after this one.
+/// tandem (`unshare …`, a pty wrapper). (The signal mask is tandem's to empty:
+/// `tests/init.rs` checks it.) A test's own `pre_exec`, added later, runs after
+/// this one.
 pub fn default_signals(cmd: &mut Command) -> &mut Command {
     // SAFETY: the closure runs between fork and exec and calls only `signal`,
     // which is async-signal-safe.
