@@ -32,18 +32,18 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
 
 /// linkerd-await's arguments as the tandem options that mean the same.
 fn translate(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>, Error> {
-    match Given::read(args)? {
-        Read::Only(option) => Ok(vec![option.into()]),
-        Read::Run(given) => given.into_tandem(),
+    let mut given = Given {
+        port: DEFAULT_PORT,
+        backoff: None,
+        timeout: None,
+        fatal: true,
+        shutdown: false,
+        command: Vec::new(),
+    };
+    match given.read(args)? {
+        Some(only) => Ok(vec![only.into()]),
+        None => given.into_tandem(),
     }
-}
-
-/// What linkerd-await's command line asks for.
-enum Read {
-    /// `--help` or `--version`: that option alone.
-    Only(&'static str),
-    /// A wait, and maybe a command to run.
-    Run(Given),
 }
 
 /// linkerd-await's settings as given, with its defaults.
@@ -57,35 +57,32 @@ struct Given {
 }
 
 impl Given {
-    /// Reads linkerd-await's options, each value checked as linkerd-await would.
-    fn read(args: impl IntoIterator<Item = OsString>) -> Result<Read, Error> {
+    /// Reads linkerd-await's options into `self`, each value checked as
+    /// linkerd-await would. `Some` is an option that stands alone: `--help` or
+    /// `--version`.
+    fn read(
+        &mut self,
+        args: impl IntoIterator<Item = OsString>,
+    ) -> Result<Option<&'static str>, Error> {
         use lexopt::prelude::*;
         let usage = |e: lexopt::Error| Error::Usage(format!("{NAME}: {e}"));
         let mut parser = lexopt::Parser::from_args(args);
-        let mut given = Given {
-            port: DEFAULT_PORT,
-            backoff: None,
-            timeout: None,
-            fatal: true,
-            shutdown: false,
-            command: Vec::new(),
-        };
         while let Some(arg) = parser.next().map_err(usage)? {
             match arg {
                 Short('p') | Long("port") => {
                     let value = text("--port", parser.value().map_err(usage)?)?;
-                    given.port = values::parse_port_number(&value)
+                    self.port = values::parse_port_number(&value)
                         .map_err(|expected| invalid("--port", &value, expected))?;
                 }
                 Short('b') | Long("backoff") => {
-                    given.backoff = Some(duration("--backoff", parser.value().map_err(usage)?)?);
+                    self.backoff = Some(duration("--backoff", parser.value().map_err(usage)?)?);
                 }
                 Short('t') | Long("timeout") => {
-                    given.timeout = Some(duration("--timeout", parser.value().map_err(usage)?)?);
+                    self.timeout = Some(duration("--timeout", parser.value().map_err(usage)?)?);
                 }
                 // Only `--timeout-fatal=BOOL`: a separate word would be the command.
                 Long("timeout-fatal") => {
-                    given.fatal = match parser.optional_value() {
+                    self.fatal = match parser.optional_value() {
                         None => true,
                         Some(value) => {
                             let value = text("--timeout-fatal", value)?;
@@ -94,19 +91,19 @@ impl Given {
                         }
                     };
                 }
-                Short('S') | Long("shutdown") => given.shutdown = true,
+                Short('S') | Long("shutdown") => self.shutdown = true,
                 // tandem logs at info already; -v only keeps its meaning valid.
                 Short('v') | Long("verbose") => {}
-                Short('h') | Long("help") => return Ok(Read::Only("--help")),
-                Short('V') | Long("version") => return Ok(Read::Only("--version")),
+                Short('h') | Long("help") => return Ok(Some("--help")),
+                Short('V') | Long("version") => return Ok(Some("--version")),
                 Value(cmd) => {
-                    given.command.push(cmd);
-                    given.command.extend(parser.raw_args().map_err(usage)?);
+                    self.command.push(cmd);
+                    self.command.extend(parser.raw_args().map_err(usage)?);
                 }
                 other => return Err(usage(other.unexpected())),
             }
         }
-        Ok(Read::Run(given))
+        Ok(None)
     }
 
     /// The same settings as tandem's options.

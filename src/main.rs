@@ -24,9 +24,9 @@ fn main() -> ExitCode {
 /// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
 fn lifecycle() -> Result<Outcome, ExitCode> {
     // Handlers first, before any thread or child exists (signal-hook's rule).
-    let signals =
-        signals::register().map_err(|e| act::fail(&e, &setup::early_termination_log()))?;
-    let (mode, cfg) = setup::configure(std::env::args_os())?;
+    let early = setup::early_termination_log();
+    let signals = signals::register().map_err(|e| act::fail(&e, &early))?;
+    let (mode, cfg) = setup::configure(std::env::args_os(), &early)?;
     let channel = event::channel();
     // The relay thread is left to die with the process: closing it would unregister
     // every handler, which costs signal-hook more than all of tandem's start-up.

@@ -23,14 +23,20 @@ pub fn early_termination_log() -> Target {
 
 /// Reads the process's arguments and environment into the mode to run and its
 /// configuration. `Err` is how tandem exits instead: an action was carried out,
-/// or a failure was logged and written to the termination log.
-pub fn configure(mut args: impl Iterator<Item = OsString>) -> Result<(Mode, Config), ExitCode> {
+/// or a failure was logged and written to the termination log (`early` until the
+/// command line is read).
+// Kept out of `main`: inlined there, it costs the static binary ~500 bytes.
+#[inline(never)]
+pub fn configure(
+    mut args: impl Iterator<Item = OsString>,
+    early: &Target,
+) -> Result<(Mode, Config), ExitCode> {
     let cli = if linkerd_await::invoked_as(args.next().as_deref()) {
         linkerd_await::parse(args)
     } else {
         cli::parse(args)
     };
-    let mut cli = cli.map_err(|e| act::fail(&e, &early_termination_log()))?;
+    let mut cli = cli.map_err(|e| act::fail(&e, early))?;
     let term = config::termination_log_hint(Some(&cli), &env);
     // Taken out so the mode is owned; `config` reads only the option values.
     let mode = match std::mem::replace(&mut cli.task, Task::Missing) {
