@@ -26,6 +26,7 @@ pub mod quit;
 pub mod ready;
 pub mod reap;
 pub mod resolve;
+pub mod setup;
 pub mod signals;
 pub mod terminal;
 pub mod termination;

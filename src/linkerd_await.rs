@@ -32,87 +32,117 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
 
 /// linkerd-await's arguments as the tandem options that mean the same.
 fn translate(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>, Error> {
-    use lexopt::prelude::*;
-    let usage = |e: lexopt::Error| Error::Usage(format!("{NAME}: {e}"));
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut port = DEFAULT_PORT;
-    let mut backoff = None;
-    let mut timeout = None;
-    let mut fatal = true;
-    let mut shutdown = false;
-    let mut command = Vec::new();
-    while let Some(arg) = parser.next().map_err(usage)? {
-        match arg {
-            Short('p') | Long("port") => {
-                let value = text("--port", parser.value().map_err(usage)?)?;
-                port = values::parse_port_number(&value)
-                    .map_err(|expected| invalid("--port", &value, expected))?;
+    let mut given = Given {
+        port: DEFAULT_PORT,
+        backoff: None,
+        timeout: None,
+        fatal: true,
+        shutdown: false,
+        command: Vec::new(),
+    };
+    match given.read(args)? {
+        Some(only) => Ok(vec![only.into()]),
+        None => given.into_tandem(),
+    }
+}
+
+/// linkerd-await's settings as given, with its defaults.
+struct Given {
+    port: u16,
+    backoff: Option<Duration>,
+    timeout: Option<Duration>,
+    fatal: bool,
+    shutdown: bool,
+    command: Vec<OsString>,
+}
+
+impl Given {
+    /// Reads linkerd-await's options into `self`, each value checked as
+    /// linkerd-await would. `Some` is an option that stands alone: `--help` or
+    /// `--version`.
+    fn read(
+        &mut self,
+        args: impl IntoIterator<Item = OsString>,
+    ) -> Result<Option<&'static str>, Error> {
+        use lexopt::prelude::*;
+        let usage = |e: lexopt::Error| Error::Usage(format!("{NAME}: {e}"));
+        let mut parser = lexopt::Parser::from_args(args);
+        while let Some(arg) = parser.next().map_err(usage)? {
+            match arg {
+                Short('p') | Long("port") => {
+                    let value = text("--port", parser.value().map_err(usage)?)?;
+                    self.port = values::parse_port_number(&value)
+                        .map_err(|expected| invalid("--port", &value, expected))?;
+                }
+                Short('b') | Long("backoff") => {
+                    self.backoff = Some(duration("--backoff", parser.value().map_err(usage)?)?);
+                }
+                Short('t') | Long("timeout") => {
+                    self.timeout = Some(duration("--timeout", parser.value().map_err(usage)?)?);
+                }
+                // Only `--timeout-fatal=BOOL`: a separate word would be the command.
+                Long("timeout-fatal") => {
+                    self.fatal = match parser.optional_value() {
+                        None => true,
+                        Some(value) => {
+                            let value = text("--timeout-fatal", value)?;
+                            values::parse_bool(&value)
+                                .map_err(|expected| invalid("--timeout-fatal", &value, expected))?
+                        }
+                    };
+                }
+                Short('S') | Long("shutdown") => self.shutdown = true,
+                // tandem logs at info already; -v only keeps its meaning valid.
+                Short('v') | Long("verbose") => {}
+                Short('h') | Long("help") => return Ok(Some("--help")),
+                Short('V') | Long("version") => return Ok(Some("--version")),
+                Value(cmd) => {
+                    self.command.push(cmd);
+                    self.command.extend(parser.raw_args().map_err(usage)?);
+                }
+                other => return Err(usage(other.unexpected())),
             }
-            Short('b') | Long("backoff") => {
-                backoff = Some(duration("--backoff", parser.value().map_err(usage)?)?);
-            }
-            Short('t') | Long("timeout") => {
-                timeout = Some(duration("--timeout", parser.value().map_err(usage)?)?);
-            }
-            // Only `--timeout-fatal=BOOL`: a separate word would be the command.
-            Long("timeout-fatal") => {
-                fatal = match parser.optional_value() {
-                    None => true,
-                    Some(value) => {
-                        let value = text("--timeout-fatal", value)?;
-                        values::parse_bool(&value)
-                            .map_err(|expected| invalid("--timeout-fatal", &value, expected))?
-                    }
-                };
-            }
-            Short('S') | Long("shutdown") => shutdown = true,
-            // tandem logs at info already; -v only keeps its meaning valid.
-            Short('v') | Long("verbose") => {}
-            Short('h') | Long("help") => return Ok(vec!["--help".into()]),
-            Short('V') | Long("version") => return Ok(vec!["--version".into()]),
-            Value(cmd) => {
-                command.push(cmd);
-                command.extend(parser.raw_args().map_err(usage)?);
-            }
-            other => return Err(usage(other.unexpected())),
         }
+        Ok(None)
     }
-    let admin = format!("http://127.0.0.1:{port}");
-    let mut out: Vec<OsString> = vec!["--ready".into(), format!("{admin}/ready").into()];
-    if let Some(backoff) = backoff {
-        // linkerd-await sleeps BACKOFF after each failed check; tandem starts
-        // faster and never waits longer than that between polls.
-        out.push("--poll-max".into());
-        out.push(go_duration(backoff.max(Duration::from_millis(1))).into());
-    }
-    if let Some(timeout) = timeout {
-        out.push(
-            if fatal {
+
+    /// The same settings as tandem's options.
+    fn into_tandem(self) -> Result<Vec<OsString>, Error> {
+        let admin = format!("http://127.0.0.1:{}", self.port);
+        let mut out: Vec<OsString> = vec!["--ready".into(), format!("{admin}/ready").into()];
+        if let Some(backoff) = self.backoff {
+            // linkerd-await sleeps BACKOFF after each failed check; tandem starts
+            // faster and never waits longer than that between polls.
+            out.push("--poll-max".into());
+            out.push(go_duration(backoff.max(Duration::from_millis(1))).into());
+        }
+        if let Some(timeout) = self.timeout {
+            let option = if self.fatal {
                 "--fail-timeout"
             } else {
                 "--wait-timeout"
-            }
-            .into(),
-        );
-        out.push(go_duration(timeout).into());
-    }
-    if shutdown {
-        if command.is_empty() {
-            return Err(Error::Usage(format!(
-                "{NAME}: --shutdown needs a COMMAND to run before the shutdown"
-            )));
+            };
+            out.push(option.into());
+            out.push(go_duration(timeout).into());
         }
-        out.push("--quit".into());
-        out.push(format!("{admin}/shutdown").into());
+        if self.shutdown {
+            if self.command.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{NAME}: --shutdown needs a COMMAND to run before the shutdown"
+                )));
+            }
+            out.push("--quit".into());
+            out.push(format!("{admin}/shutdown").into());
+        }
+        if self.command.is_empty() {
+            // Without CMD linkerd-await only waits.
+            out.push("--wait-only".into());
+        } else {
+            out.push("--".into());
+            out.extend(self.command);
+        }
+        Ok(out)
     }
-    if command.is_empty() {
-        // Without CMD linkerd-await only waits.
-        out.push("--wait-only".into());
-    } else {
-        out.push("--".into());
-        out.extend(command);
-    }
-    Ok(out)
 }
 
 fn text(name: &str, value: OsString) -> Result<String, Error> {

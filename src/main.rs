@@ -5,13 +5,13 @@
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
-use tandem::cli::{self, Mode, Task};
-use tandem::config::{self, Config, ForwardTo};
+use tandem::cli::Mode;
+use tandem::config::{Config, ForwardTo};
 use tandem::event::{self, Channel};
 use tandem::outcome::Outcome;
 use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
-use tandem::{act, child, linkerd_await, log, quit, ready, reap, termination};
+use tandem::{act, child, quit, ready, reap, setup, termination};
 
 fn main() -> ExitCode {
     match lifecycle() {
@@ -24,47 +24,24 @@ fn main() -> ExitCode {
 /// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
 fn lifecycle() -> Result<Outcome, ExitCode> {
     // Handlers first, before any thread or child exists (signal-hook's rule).
-    let env = |name: &str| std::env::var_os(name);
-    let term = config::termination_log_hint(None, &env);
-    let signals = signals::register().map_err(|e| act::fail(&e, &term))?;
-    let mut args = std::env::args_os();
-    let cli = if linkerd_await::invoked_as(args.next().as_deref()) {
-        linkerd_await::parse(args)
-    } else {
-        cli::parse(args)
-    };
-    let cli = cli.map_err(|e| act::fail(&e, &term))?;
-    let term = config::termination_log_hint(Some(&cli), &env);
-    let mode = match &cli.task {
-        Task::Mode(mode) => mode,
-        Task::Act(action) => return Err(act::act(action, &term)),
-        Task::Missing => return Err(act::no_command(&term)),
-    };
-    log::init(log::Level::Info, config::log_format_hint(&cli, &env));
-    let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e, &term))?;
-    log::init(cfg.log_level, cfg.log_format);
-    for warning in &cfg.warnings {
-        log::event(log::Level::Warn, format_args!("{warning}"), &[]);
-    }
-    if let Some(var) = cfg.disabled_by {
-        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
-        log::event(log::Level::Info, why, &[]);
-    }
-    quit::warn_about_ignored(&cfg.quit);
-
+    let early = setup::early_termination_log();
+    let signals = signals::register().map_err(|e| act::fail(&e, &early))?;
+    let (mode, cfg) = setup::configure(std::env::args_os(), &early)?;
     let channel = event::channel();
     // The relay thread is left to die with the process: closing it would unregister
     // every handler, which costs signal-hook more than all of tandem's start-up.
-    let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| act::fail(&e, &term))?;
-    let (outcome, quit_failed) = match mode {
-        Mode::WaitOnly => match ready::wait(&cfg.ready, &channel, false) {
-            Ok(()) => (Outcome::Exited(0), None),
-            Err(end) => (end, None),
-        },
-        Mode::QuitOnly => (
-            Outcome::Exited(0),
-            quit::after(&cfg.quit, &Outcome::Exited(0)),
-        ),
+    let relay = Relay::start(signals, channel.sender.clone())
+        .map_err(|e| act::fail(&e, &cfg.termination_log))?;
+    let (outcome, quit_failed) = match &mode {
+        Mode::WaitOnly => {
+            let waited = ready::wait(&cfg.ready, &channel, false);
+            (waited.err().unwrap_or(Outcome::Exited(0)), None)
+        }
+        Mode::QuitOnly => {
+            let done = Outcome::Exited(0);
+            let quit_failed = quit::after(&cfg.quit, &done);
+            (done, quit_failed)
+        }
         Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
     };
     // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).

@@ -3,6 +3,17 @@
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
 //! in `config` (or, for a task like `--wait-only`, a `TaskFlag` read by `cli`).
+//! `help` renders `--help` from the table; `compat` lists the peers' variables
+//! that have no option.
+
+mod compat;
+mod help;
+
+pub use compat::{
+    ALWAYS_KILL_ENVOY, COMPAT_HONOURED, GENERIC_READY_ENDPOINTS, ISTIO_FALLBACK_PKILL,
+    LINKERD_DISABLED, NO_EFFECT, NoEffect, Shape,
+};
+pub use help::{HELP_WIDTH, help, version};
 
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,103 +248,6 @@ pub const OPTIONS: &[&Spec] = &[
     &VERSION,
 ];
 
-/// Accepted for compatibility and validated, but no option sets it (SPEC §2).
-pub const ALWAYS_KILL_ENVOY: &str = "ALWAYS_KILL_ENVOY";
-/// linkerd-await's switches: any non-empty value waits for nothing, stops nothing.
-pub const LINKERD_DISABLED: &[&str] = &["LINKERD_AWAIT_DISABLED", "LINKERD_DISABLED"];
-/// scuttle: more readiness URLs, merged with `TANDEM_READY_URLS`.
-pub const GENERIC_READY_ENDPOINTS: &str = "GENERIC_READY_ENDPOINTS";
-/// scuttle: when pilot-agent gets SIGINT after a failed Istio quit.
-pub const ISTIO_FALLBACK_PKILL: &str = "ISTIO_FALLBACK_PKILL";
-
-/// What a variable without a meaning in tandem must hold to be accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// A boolean (tandem's superset of `true`/`false`).
-    Bool,
-    /// Whole seconds, 0 or more (scuttle's `strconv.Atoi`).
-    Seconds,
-    /// Anything.
-    Text,
-}
-
-/// A variable that scuttle, envoy-preflight, linkerd-await or one of their forks
-/// reads and that has no effect in tandem: validated, then warned about once
-/// (SPEC §2: none is silently ignored).
-#[derive(Debug, PartialEq, Eq)]
-pub struct NoEffect {
-    /// The variable.
-    pub var: &'static str,
-    /// What its value must look like.
-    pub shape: Shape,
-    /// Why tandem does without it, for the warning.
-    pub why: &'static str,
-}
-
-/// Every variable of the peers that tandem accepts without acting on it.
-pub const NO_EFFECT: &[NoEffect] = &[
-    NoEffect {
-        var: "SCUTTLE_IGNORE_SIGURG",
-        shape: Shape::Bool,
-        why: "tandem relays SIGURG like every other signal, and never gets its own",
-    },
-    NoEffect {
-        var: "BYPASS_SIGURG",
-        shape: Shape::Bool,
-        why: "tandem relays SIGURG like every other signal, and never gets its own",
-    },
-    NoEffect {
-        var: "SCUTTLE_SLEEP_1",
-        shape: Shape::Seconds,
-        why: "tandem waits for readiness and quits in order, with no fixed sleeps",
-    },
-    NoEffect {
-        var: "SCUTTLE_SLEEP_2",
-        shape: Shape::Seconds,
-        why: "tandem waits for readiness and quits in order, with no fixed sleeps",
-    },
-    NoEffect {
-        var: "SCUTTLE_SLEEP_AFTER_SIGNAL",
-        shape: Shape::Seconds,
-        why: "tandem waits for the app to exit after relaying a signal, with no fixed sleep",
-    },
-    NoEffect {
-        var: "SEND_METRICS_ON_EXIT",
-        shape: Shape::Bool,
-        why: "tandem does not push Envoy metrics",
-    },
-    NoEffect {
-        var: "GET_METRICS_API",
-        shape: Shape::Text,
-        why: "tandem does not push Envoy metrics",
-    },
-    NoEffect {
-        var: "PUSH_METRICS_API",
-        shape: Shape::Text,
-        why: "tandem does not push Envoy metrics",
-    },
-    NoEffect {
-        var: "USE_ISTIO_CONFIG",
-        shape: Shape::Bool,
-        why: "tandem quits Istio through pilot-agent when the admin port is 15000, or with --mesh istio",
-    },
-    NoEffect {
-        var: "PKILL_PILOT",
-        shape: Shape::Bool,
-        why: "tandem signals a visible pilot-agent itself (see ISTIO_FALLBACK_PKILL)",
-    },
-    NoEffect {
-        var: "LINKERD_AWAIT_VERBOSE",
-        shape: Shape::Text,
-        why: "tandem says at info level when LINKERD_AWAIT_DISABLED turns it off",
-    },
-    NoEffect {
-        var: "ENVOY_ISTIO_SDS_WARMING_PROTECTION",
-        shape: Shape::Bool,
-        why: "tandem waits for Envoy's /ready (or LIVE), not for its certificates",
-    },
-];
-
 /// The row for a long name as lexopt gives it, without the dashes.
 pub fn find_long(name: &str) -> Option<&'static Spec> {
     OPTIONS
@@ -350,131 +264,9 @@ pub fn find_short(letter: char) -> Option<&'static Spec> {
         .find(|spec| spec.short == Some(letter))
 }
 
-/// Where the help text starts, after `  --name VALUE` and padding.
-const HELP_COLUMN: usize = 24;
-/// `--help` fits a classic terminal (and `kubectl logs` in a narrow pane).
-pub const HELP_WIDTH: usize = 80;
-
-/// The `--help` text: usage, then every option beside its environment variables.
-pub fn help() -> String {
-    let mut out = String::from(USAGE);
-    for spec in OPTIONS.iter().filter(|spec| !spec.help.is_empty()) {
-        let mut lead = String::from("  ");
-        lead.push_str(spec.name);
-        if !spec.value.is_empty() {
-            lead.push(' ');
-            lead.push_str(spec.value);
-        }
-        if lead.len() >= HELP_COLUMN {
-            // Too long to share a line with its text: the text starts below it.
-            out.push_str(&lead);
-            out.push('\n');
-            lead.clear();
-        }
-        let mut lines = Vec::new();
-        for paragraph in spec.help.split('\n') {
-            wrap(paragraph, HELP_WIDTH - HELP_COLUMN, &mut lines);
-        }
-        for (i, line) in lines.iter().enumerate() {
-            let lead = if i == 0 { lead.as_str() } else { "" };
-            out.push_str(lead);
-            // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
-            out.extend(std::iter::repeat_n(
-                ' ',
-                HELP_COLUMN.saturating_sub(lead.len()),
-            ));
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out.push_str(FOOTER);
-    // Built from the tables, so a variable added there is listed here too.
-    let mut honoured = String::from("Also read (no option):");
-    let mut no_effect = String::from("Accepted with a warning that they have no effect:");
-    for (text, vars) in [
-        (&mut honoured, COMPAT_HONOURED.to_vec()),
-        (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
-    ] {
-        for (i, var) in vars.iter().enumerate() {
-            text.push_str(if i == 0 { " " } else { ", " });
-            text.push_str(var);
-        }
-        text.push('.');
-        let mut lines = Vec::new();
-        wrap(text, HELP_WIDTH, &mut lines);
-        for line in lines {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// The peers' variables that tandem honours without an option of their own.
-pub const COMPAT_HONOURED: &[&str] = &[
-    ALWAYS_KILL_ENVOY,
-    "LINKERD_AWAIT_DISABLED",
-    "LINKERD_DISABLED",
-    GENERIC_READY_ENDPOINTS,
-    ISTIO_FALLBACK_PKILL,
-    "DAPR_HTTP_PORT",
-];
-
-/// Breaks `text` at spaces into lines of at most `width` characters (a longer
-/// word stands alone), appending them to `lines`.
-fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
-    let mut rest = text.trim();
-    while rest.chars().count() > width {
-        let limit = rest
-            .char_indices()
-            .nth(width + 1)
-            .map_or(rest.len(), |(i, _)| i);
-        let cut = rest[..limit]
-            .rfind(' ')
-            .or_else(|| rest.find(' '))
-            .unwrap_or(rest.len());
-        lines.push(&rest[..cut]);
-        rest = rest[cut..].trim_start();
-    }
-    lines.push(rest);
-}
-
-/// `--help` before the options.
-const USAGE: &str = "\
-tandem: wait for the sidecars, run COMMAND, quit the sidecars, keep its status
-
-Usage:
-  tandem [OPTIONS] [--] COMMAND [ARGS...]
-  tandem [OPTIONS] --wait-only      wait for the sidecars, then exit
-  tandem [OPTIONS] --quit-only      send the quit requests now, then exit 0
-  tandem --install-to DIR           copy this binary to DIR/tandem
-  tandem --help | --version
-
-Options (environment variable in brackets; an option overrides its variable):
-";
-
-/// `--help` after the options.
-const FOOTER: &str = "
-Durations: 300ms, 1.5s, 2m30s, 1h (Go syntax); 0 means no timeout.
-Booleans: true/false, 1/0, yes/no.
-Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
-69 not ready within --fail-timeout; 126 not executable; 127 not found;
-73 install failed.
-Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
---timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
-";
-
-/// The `--version` line: the version and the commit built from (build.rs).
-pub fn version() -> String {
-    format!(
-        "tandem {} (commit {})\n",
-        env!("CARGO_PKG_VERSION"),
-        env!("TANDEM_COMMIT")
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use super::help::HELP_COLUMN;
     use super::*;
 
     #[test]

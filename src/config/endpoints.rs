@@ -1,0 +1,101 @@
+//! The sidecar URLs as set, with the `--mesh` presets filled in where nothing
+//! explicit was (SPEC §2, §6).
+
+use super::Check;
+use super::sources::{Sources, invalid, parse_url, parse_with};
+use crate::error::Error;
+use crate::mesh::{self, Preset, Role};
+use crate::options;
+use crate::values::{self, HttpUrl};
+
+/// The sidecar URLs as set, with the `--mesh` presets filled in.
+pub(super) struct Endpoints {
+    pub(super) admin: Option<HttpUrl>,
+    pub(super) istio_quit: Option<HttpUrl>,
+    pub(super) envoy_quit: Option<HttpUrl>,
+    pub(super) ready: Vec<HttpUrl>,
+    pub(super) generic: Vec<HttpUrl>,
+    pub(super) envoy_configured: bool,
+}
+
+impl Endpoints {
+    /// Reads every URL setting, then applies each preset named by `--mesh`.
+    pub(super) fn read(src: &Sources) -> Result<Endpoints, Error> {
+        let admin = src.url(&options::ADMIN)?;
+        let mut endpoints = Endpoints {
+            envoy_configured: admin.is_some(),
+            admin,
+            istio_quit: src.url(&options::ISTIO_QUIT)?,
+            envoy_quit: src.url(&options::ENVOY_QUIT)?,
+            ready: src.url_list(&options::READY)?,
+            generic: src.url_list(&options::QUIT)?,
+        };
+        // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
+        if let Some(found) = src.var(&[options::GENERIC_READY_ENDPOINTS])? {
+            for item in values::split_list(&found.value) {
+                endpoints.ready.push(parse_url(&found, item)?);
+            }
+        }
+        for found in &src.list(&options::MESH)? {
+            for name in values::split_list(&found.value) {
+                let preset = mesh::find(name).ok_or_else(|| {
+                    invalid(found.name, name, &format!("a preset: {}", mesh::NAMES))
+                })?;
+                endpoints.add(preset, src)?;
+            }
+        }
+        Ok(endpoints)
+    }
+
+    /// A preset only fills in what was not set explicitly (SPEC §2, §6).
+    fn add(&mut self, preset: &Preset, src: &Sources) -> Result<(), Error> {
+        let port = match preset.port_var {
+            Some(var) => match src.var(&[var])? {
+                Some(found) => Some(parse_with(&found, values::parse_port_number)?),
+                None => None,
+            },
+            None => None,
+        };
+        let url = |s: &str| {
+            let parsed = HttpUrl::parse(s)
+                .map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))?;
+            Ok::<HttpUrl, Error>(match port {
+                // Preset URLs are `http://127.0.0.1:PORT/path`: swap the port only.
+                Some(p) => HttpUrl {
+                    raw: s.replacen(&format!(":{}", parsed.port), &format!(":{p}"), 1),
+                    port: p,
+                    ..parsed
+                },
+                None => parsed,
+            })
+        };
+        let ready = preset.ready.map(url).transpose()?;
+        match preset.role {
+            Role::Istio => {
+                self.envoy_configured = true;
+                self.ready.extend(ready);
+                if self.istio_quit.is_none() {
+                    self.istio_quit = Some(url(preset.quit)?);
+                }
+            }
+            Role::Envoy => {
+                self.envoy_configured = true;
+                if self.admin.is_none() {
+                    self.admin = ready;
+                }
+            }
+            Role::Generic => {
+                self.ready.extend(ready);
+                self.generic.push(url(preset.quit)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The readiness checks: Envoy's admin first, then the readiness URLs (taken).
+    pub(super) fn checks(&mut self) -> Vec<Check> {
+        let mut checks: Vec<Check> = self.admin.iter().cloned().map(Check::Envoy).collect();
+        checks.extend(std::mem::take(&mut self.ready).into_iter().map(Check::Url));
+        checks
+    }
+}

@@ -1,0 +1,117 @@
+//! `--help` rendered from the option table, and the `--version` line.
+
+use super::OPTIONS;
+use super::compat::{COMPAT_HONOURED, NO_EFFECT};
+
+/// Where the help text starts, after `  --name VALUE` and padding.
+pub(super) const HELP_COLUMN: usize = 24;
+/// `--help` fits a classic terminal (and `kubectl logs` in a narrow pane).
+pub const HELP_WIDTH: usize = 80;
+
+/// The `--help` text: usage, then every option beside its environment variables.
+pub fn help() -> String {
+    let mut out = String::from(USAGE);
+    for spec in OPTIONS.iter().filter(|spec| !spec.help.is_empty()) {
+        let mut lead = String::from("  ");
+        lead.push_str(spec.name);
+        if !spec.value.is_empty() {
+            lead.push(' ');
+            lead.push_str(spec.value);
+        }
+        if lead.len() >= HELP_COLUMN {
+            // Too long to share a line with its text: the text starts below it.
+            out.push_str(&lead);
+            out.push('\n');
+            lead.clear();
+        }
+        let mut lines = Vec::new();
+        for paragraph in spec.help.split('\n') {
+            wrap(paragraph, HELP_WIDTH - HELP_COLUMN, &mut lines);
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let lead = if i == 0 { lead.as_str() } else { "" };
+            out.push_str(lead);
+            // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
+            out.extend(std::iter::repeat_n(
+                ' ',
+                HELP_COLUMN.saturating_sub(lead.len()),
+            ));
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str(FOOTER);
+    // Built from the tables, so a variable added there is listed here too.
+    let mut honoured = String::from("Also read (no option):");
+    let mut no_effect = String::from("Accepted with a warning that they have no effect:");
+    for (text, vars) in [
+        (&mut honoured, COMPAT_HONOURED.to_vec()),
+        (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
+    ] {
+        for (i, var) in vars.iter().enumerate() {
+            text.push_str(if i == 0 { " " } else { ", " });
+            text.push_str(var);
+        }
+        text.push('.');
+        let mut lines = Vec::new();
+        wrap(text, HELP_WIDTH, &mut lines);
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Breaks `text` at spaces into lines of at most `width` characters (a longer
+/// word stands alone), appending them to `lines`.
+fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
+    let mut rest = text.trim();
+    while rest.chars().count() > width {
+        let limit = rest
+            .char_indices()
+            .nth(width + 1)
+            .map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..limit]
+            .rfind(' ')
+            .or_else(|| rest.find(' '))
+            .unwrap_or(rest.len());
+        lines.push(&rest[..cut]);
+        rest = rest[cut..].trim_start();
+    }
+    lines.push(rest);
+}
+
+/// `--help` before the options.
+const USAGE: &str = "\
+tandem: wait for the sidecars, run COMMAND, quit the sidecars, keep its status
+
+Usage:
+  tandem [OPTIONS] [--] COMMAND [ARGS...]
+  tandem [OPTIONS] --wait-only      wait for the sidecars, then exit
+  tandem [OPTIONS] --quit-only      send the quit requests now, then exit 0
+  tandem --install-to DIR           copy this binary to DIR/tandem
+  tandem --help | --version
+
+Options (environment variable in brackets; an option overrides its variable):
+";
+
+/// `--help` after the options.
+const FOOTER: &str = "
+Durations: 300ms, 1.5s, 2m30s, 1h (Go syntax); 0 means no timeout.
+Booleans: true/false, 1/0, yes/no.
+Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
+69 not ready within --fail-timeout; 126 not executable; 127 not found;
+73 install failed.
+Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
+--timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
+";
+
+/// The `--version` line: the version and the commit built from (build.rs).
+pub fn version() -> String {
+    format!(
+        "tandem {} (commit {})\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("TANDEM_COMMIT")
+    )
+}

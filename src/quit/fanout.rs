@@ -1,0 +1,163 @@
+//! The quit requests: concurrent POSTs to the generic endpoints, each logged as it
+//! answers (SPEC §5.3), and one request bounded by the quit deadline.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ureq::Agent;
+
+use super::hints::log_result;
+use crate::http;
+use crate::log;
+
+/// Which request of a [`Fanout`] ended, and how.
+pub(super) type Answer = (usize, Result<u16, http::Failure>);
+
+/// Concurrent POSTs, one thread each, whose results are logged as they arrive;
+/// each URL still unanswered at the end gets its own line too (SPEC §5.3).
+pub(super) struct Fanout<'a> {
+    urls: &'a [String],
+    answers: mpsc::Receiver<Answer>,
+    pending: Vec<bool>,
+    /// The first failure line, for the termination log.
+    pub(super) failed: Option<String>,
+}
+
+impl<'a> Fanout<'a> {
+    pub(super) fn start(
+        agent: &Agent,
+        urls: &'a [String],
+        deadline: Option<Instant>,
+    ) -> Fanout<'a> {
+        let (tx, answers) = mpsc::channel();
+        let mut pending = vec![false; urls.len()];
+        for (i, url) in urls.iter().enumerate() {
+            let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
+            let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+                let _ = tx.send((i, request_until_listening(&agent, &url, deadline)));
+            });
+            match spawned {
+                Ok(_) => pending[i] = true,
+                Err(e) => log::error!("cannot start a quit request: {e}"),
+            }
+        }
+        Fanout {
+            urls,
+            answers,
+            pending,
+            failed: None,
+        }
+    }
+
+    /// Logs answers until all are in or `until` passes (`None`: until all are in).
+    pub(super) fn collect(&mut self, until: Option<Instant>) {
+        while self.pending.contains(&true) {
+            let answer = match until {
+                Some(t) => self
+                    .answers
+                    .recv_timeout(t.saturating_duration_since(Instant::now()))
+                    .ok(),
+                None => self.answers.recv().ok(),
+            };
+            let Some((i, result)) = answer else { break };
+            self.pending[i] = false;
+            let failed = log_result(&self.urls[i], &result);
+            self.failed = self.failed.take().or(failed);
+        }
+    }
+
+    /// Logs every URL that never answered.
+    pub(super) fn give_up(&mut self) {
+        for (url, &unanswered) in self.urls.iter().zip(&self.pending) {
+            if unanswered {
+                let failure = http::Failure {
+                    what: "no answer by the quit deadline".into(),
+                    no_connection: false,
+                };
+                let failed = log_result(url, &Err(failure));
+                self.failed = self.failed.take().or(failed);
+            }
+        }
+    }
+}
+
+/// One quit request, logged; `Err` holds the failure line and whether no
+/// connection could be made.
+pub(super) fn post_one(
+    agent: &Agent,
+    url: &str,
+    deadline: Option<Instant>,
+) -> Result<(), (String, bool)> {
+    let result = request_by(agent, url, deadline);
+    let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
+    match log_result(url, &result) {
+        Some(failed) => Err((failed, no_connection)),
+        None => Ok(()),
+    }
+}
+
+/// [`request`] on a thread of its own, waited for until `deadline` at most: ureq's
+/// own timeout can end tens of milliseconds late, and pilot-agent's fallback must
+/// still fit in the quit bound after it.
+fn request_by(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    let Some(until) = deadline else {
+        return request(agent, url, None);
+    };
+    let (done, answer) = mpsc::channel::<Answer>();
+    let (shared, owned) = (agent.clone(), url.to_owned());
+    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
+        let _ = done.send((0, request(&shared, &owned, Some(until))));
+    });
+    if spawned.is_err() {
+        return request(agent, url, deadline);
+    }
+    match answer.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        Ok((_, result)) => result,
+        Err(_) => Err(http::Failure {
+            what: "no answer by the quit deadline".into(),
+            no_connection: false,
+        }),
+    }
+}
+
+/// How long a refused generic endpoint is retried when the quit phase has no
+/// deadline (`QUIT_REQUEST_TIMEOUT=0`): as long as the default bound.
+const REFUSED_RETRY_WITHOUT_DEADLINE: Duration = Duration::from_secs(5);
+/// The first pause before retrying a refused connection; it doubles up to the cap.
+const REFUSED_RETRY_FIRST: Duration = Duration::from_millis(20);
+const REFUSED_RETRY_CAP: Duration = Duration::from_millis(200);
+
+/// [`request`], retrying while no connection can be made, until `deadline`. A
+/// sidecar without a readiness check (Vault Agent: nothing to wait for) starts
+/// beside the app; a short job can end before it listens, and a quit lost to
+/// that would keep the Pod up for good. A sidecar that never listens costs the
+/// quit phase its bound, then fails as before.
+fn request_until_listening(
+    agent: &Agent,
+    url: &str,
+    deadline: Option<Instant>,
+) -> Result<u16, http::Failure> {
+    let until = deadline.unwrap_or_else(|| Instant::now() + REFUSED_RETRY_WITHOUT_DEADLINE);
+    let mut pause = REFUSED_RETRY_FIRST;
+    loop {
+        let result = request(agent, url, deadline);
+        let refused = result.as_ref().is_err_and(|f| f.no_connection);
+        if !refused || until.saturating_duration_since(Instant::now()) <= pause {
+            return result;
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(REFUSED_RETRY_CAP);
+    }
+}
+
+/// One quit request within what is left before `deadline`, not logged.
+fn request(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
+    match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+        Some(left) if left.is_zero() => Err(http::Failure {
+            what: "no time left before the quit deadline".into(),
+            no_connection: false,
+        }),
+        left => http::post_empty(agent, url, left),
+    }
+}

@@ -1,0 +1,153 @@
+//! The relay thread: it reads the self-pipe and sends each signal where it goes
+//! right now — to the main thread while it waits, to the app while it runs,
+//! nowhere once the app is reaped (a reaped pid may be reused).
+
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+
+use super::disposition::block;
+use super::{AppSignals, FAULTS, Signals, relayed};
+use crate::error::Error;
+use crate::event::{Event, Events, Sender};
+use crate::log;
+use crate::terminal::JobControl;
+
+/// Where a signal goes right now.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// No app yet: tell the main thread.
+    Waiting,
+    /// Relay to the app.
+    Running {
+        /// The app's pid, also its process group id.
+        pid: libc::pid_t,
+        /// Relay to the whole process group.
+        group: bool,
+        /// tandem does job control: on SIGCONT, pass the foreground on to the app.
+        job: Option<JobControl>,
+    },
+    /// The app has been reaped: relaying could hit a reused pid.
+    Done,
+}
+
+/// The running relay thread and the state it relays by.
+pub struct Relay {
+    target: Arc<Mutex<Target>>,
+    app: AppSignals,
+}
+
+impl Relay {
+    /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
+    ///
+    /// Once it runs, the calling thread blocks every relayed signal but the faults,
+    /// and so do the threads it starts later (the poller, quit requests): the kernel
+    /// then runs each handler on the relay thread itself, whose `read` the handler's
+    /// byte ends at once, instead of on a thread that must wake the relay in turn
+    /// (two wake-ups a signal). The app still starts with nothing blocked
+    /// (`AppSignals::in_child`). A fault stays unblocked, so a real one on the main
+    /// thread meets its handler and default as before.
+    pub fn start(signals: Signals, events: Sender) -> Result<Relay, Error> {
+        let target = Arc::new(Mutex::new(Target::Waiting));
+        let shared = Arc::clone(&target);
+        let Signals { mut read, app } = signals;
+        // Detached: it lives as long as the process (see `main`).
+        thread::Builder::new()
+            .name("signal-relay".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut buf = [0u8; 64];
+                loop {
+                    match read.read(&mut buf) {
+                        Ok(n @ 1..) => {
+                            for &sig in &buf[..n] {
+                                relay_one(&lock(&shared), i32::from(sig), &events);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        // The write end is never closed; a read that fails is a bug
+                        // in the kernel or here, and relaying cannot go on.
+                        end => {
+                            log::error!("the signal relay stopped: {end:?}");
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|e| Error::Io("starting the signal relay", e))?;
+        // Ignored ones too: blocking a signal that is discarded changes nothing.
+        let relay_only: Vec<i32> = relayed()
+            .into_iter()
+            .filter(|s| !FAULTS.contains(s) && *s != libc::SIGABRT)
+            .collect();
+        if let Err(e) = block(&relay_only) {
+            // Only slower: any thread can take a signal, the relay still gets it.
+            log::debug!("cannot leave signals to the relay thread: {e}");
+        }
+        Ok(Relay { target, app })
+    }
+
+    /// What the app's signal state must be (for `child::spawn`).
+    pub fn app_signals(&self) -> AppSignals {
+        self.app
+    }
+
+    /// Runs `spawn` with the relay held, then relays to the pid it returns, so a
+    /// signal that arrives during the spawn waits for the pid instead of being lost.
+    ///
+    /// Signals that reached `pending` after the wait ended (between "ready" and the
+    /// spawn) are relayed to the app too, so a SIGTERM in that gap is not lost.
+    pub fn spawn_then_relay<E>(
+        &self,
+        group: bool,
+        job: Option<JobControl>,
+        pending: &Events,
+        spawn: impl FnOnce() -> Result<libc::pid_t, E>,
+    ) -> Result<libc::pid_t, E> {
+        let mut target = lock(&self.target);
+        let pid = spawn()?;
+        *target = Target::Running { pid, group, job };
+        for event in pending.try_iter() {
+            if let Event::Signal(sig) = event {
+                deliver(pid, group, job, sig);
+            }
+        }
+        Ok(pid)
+    }
+
+    /// Stops relaying; call before the app's pid is reaped.
+    pub fn app_gone(&self) {
+        *lock(&self.target) = Target::Done;
+    }
+}
+
+fn lock(target: &Mutex<Target>) -> MutexGuard<'_, Target> {
+    // The relay state is a plain value; a panic elsewhere cannot leave it half-written.
+    target.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn relay_one(target: &Target, sig: i32, events: &Sender) {
+    match *target {
+        Target::Waiting => {
+            let _ = events.send(Event::Signal(sig));
+        }
+        Target::Running { pid, group, job } => deliver(pid, group, job, sig),
+        Target::Done => {}
+    }
+}
+
+/// Sends `sig` to the running app (or its group). Call with the relay state locked:
+/// Target::Done is set under that lock before the main thread reaps `pid`.
+fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
+    if let Some(job) = job.filter(|_| sig == libc::SIGCONT) {
+        job.on_continue(pid);
+    }
+    let dest = if group { -pid } else { pid };
+    // SAFETY: kill takes plain integers; the pid is not reaped yet (see above).
+    if unsafe { libc::kill(dest, sig) } != 0 {
+        let err = io::Error::last_os_error();
+        log::debug!("could not relay signal {sig} to {dest}: {err}");
+    } else {
+        log::debug!("relayed signal {sig} to {dest}");
+    }
+}
