@@ -150,6 +150,8 @@ size: static
 ## check-static: no program interpreter and no shared libraries, so the binary
 ## runs in `scratch`.
 check-static: static
+	@command -v readelf >/dev/null || { \
+		echo "check-static: FAILED: readelf not found (Debian: binutils)" >&2; exit 1; }
 	@if readelf -lW $(BIN) | grep -q INTERP; then \
 		echo "check-static: FAILED: $(BIN) has a program interpreter" >&2; exit 1; fi
 	@if readelf -dW $(BIN) | grep -q NEEDED; then \
