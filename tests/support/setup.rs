@@ -2,6 +2,7 @@
 //! a port nothing listens on, and an app whose start leaves a mark.
 
 use super::{FakeAdmin, Script, tandem};
+use std::fs::{File, OpenOptions};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
@@ -72,7 +73,34 @@ pub fn app_touching(cmd: &mut Command, marker: &Path) {
 /// sibling test never makes one skip.
 static FIXED_PORTS: Mutex<()> = Mutex::new(());
 
-/// Holds the turn on the fixed sidecar ports until dropped.
-pub fn fixed_ports_turn() -> MutexGuard<'static, ()> {
-    FIXED_PORTS.lock().unwrap_or_else(|p| p.into_inner())
+/// The file whose lock passes the same turn between test processes: the glibc
+/// and musl suites, or two checkouts, run at once on one machine share the ports.
+const FIXED_PORTS_LOCK: &str = "/tmp/tandem-tests-fixed-ports.lock";
+
+/// The turn on the fixed sidecar ports, held until dropped: within this test
+/// process, and across processes through an advisory lock on a file.
+pub struct FixedPortsTurn {
+    _in_process: MutexGuard<'static, ()>,
+    // Closing the file releases the lock; `None` where it cannot be had (an
+    // unwritable /tmp): the in-process turn still holds.
+    _across_processes: Option<File>,
+}
+
+/// Waits for, then holds, the turn on the fixed sidecar ports.
+pub fn fixed_ports_turn() -> FixedPortsTurn {
+    let in_process = FIXED_PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(FIXED_PORTS_LOCK)
+        .ok()
+        .filter(|file| {
+            // SAFETY: flock takes a descriptor this File owns and a constant.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) == 0 }
+        });
+    FixedPortsTurn {
+        _in_process: in_process,
+        _across_processes: file,
+    }
 }
