@@ -23,7 +23,8 @@ export ENVOY_VERSION
 # The tests that run the real Envoy find it here (tests/support/envoy.rs).
 unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
-# Linters for the CI files (lint-ci), pinned in .ci/lint/requirements.txt.
+# Linters for the CI files (lint-ci) and the manifests (manifests), pinned in
+# .ci/lint/requirements.txt.
 LINT_VENV = target/lint
 LINT_BIN = $(LINT_VENV)/bin
 WORKFLOWS = $(wildcard .github/workflows/*.yml)
@@ -190,10 +191,10 @@ tls: static
 
 ## manifests: examples/k8s/ and the README's yaml blocks pass yamllint and validate
 ## strictly against the Kubernetes 1.29 and 1.33 schemas; every tandem option and
-## variable they and the README use is accepted by the binary (pinned linters in a
-## venv under target/, from PyPI).
-manifests: static
-	.ci/manifests.sh $(BIN)
+## variable they and the README use is accepted by the binary (the pinned linters
+## of lint-tools).
+manifests: static lint-tools
+	.ci/manifests.sh $(BIN) $(LINT_BIN)
 
 ## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
 ## images built from local files, the real Envoy as istio-proxy, the fake sidecar

@@ -12,7 +12,7 @@
       them and --no-wait --wait-only, which checks the whole configuration (exit 64
       on a bad value) and contacts nothing.
 
-Needs PyYAML (installed with kubernetes-validate in the venv .ci/manifests.sh makes).
+Needs PyYAML (installed with kubernetes-validate by `make lint-tools`).
 """
 
 import json

@@ -6,16 +6,15 @@
 #     and 1.33 schemas with kubernetes-validate, offline (the schemas ship in it),
 #   - uses only tandem options and variables, with values, that the binary accepts
 #     (.ci/manifests.py, which also checks the README's other code blocks and tables).
-# yamllint and kubernetes-validate are pinned and installed from PyPI into a venv
-# under target/ on first use (Debian's python3 needs python3-venv for that).
+# yamllint and kubernetes-validate come from the linters' venv, which `make
+# lint-tools` installs from the hash-locked .ci/lint/requirements.txt.
 #
-# Usage: manifests.sh TANDEM
+# Usage: manifests.sh TANDEM LINT_BIN
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tandem=${1:?usage: manifests.sh TANDEM}
-venv=target/lintenv
-pins="kubernetes-validate==1.37.0 yamllint==1.38.0"
+tandem=${1:?usage: manifests.sh TANDEM LINT_BIN}
+bin=${2:?usage: manifests.sh TANDEM LINT_BIN}
 versions=(1.29 1.33)
 
 fail() {
@@ -23,15 +22,8 @@ fail() {
   exit 1
 }
 
-if [ "$(cat "$venv/pins" 2>/dev/null)" != "$pins" ]; then
-  command -v python3 >/dev/null || fail "python3 is needed (apt-get install python3 python3-venv)"
-  python3 -m venv --clear "$venv" >/dev/null \
-    || fail "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-  # shellcheck disable=SC2086 # $pins is a list of requirements
-  "$venv/bin/pip" install --quiet --disable-pip-version-check $pins \
-    || fail "could not install $pins from PyPI"
-  echo "$pins" >"$venv/pins"
-fi
+[ -x "$bin/kubernetes-validate" ] && [ -x "$bin/yamllint" ] \
+  || fail "no kubernetes-validate or yamllint in $bin (make lint-tools installs them)"
 
 out=target/manifests
 rm -rf "$out"
@@ -76,34 +68,34 @@ spec:
           command: ["/tandem", "--fail-timeout", "30", "/job"]
 YAML
 for version in "${versions[@]}"; do
-  if "$venv/bin/kubernetes-validate" --strict -k "$version" "$out/selftest/bad.yaml" >/dev/null 2>&1; then
+  if "$bin/kubernetes-validate" --strict -k "$version" "$out/selftest/bad.yaml" >/dev/null 2>&1; then
     fail "self-test: kubernetes-validate $version passed a Job with no metadata and an unknown field"
   fi
 done
-if "$venv/bin/yamllint" --strict --config-file .yamllint - <<<"a:  [1,2]" >/dev/null 2>&1; then
+if "$bin/yamllint" --strict --config-file .yamllint - <<<"a:  [1,2]" >/dev/null 2>&1; then
   fail "self-test: yamllint passed badly spaced YAML"
 fi
-found=$("$venv/bin/python" .ci/manifests.py check "$tandem" /dev/null "$out/selftest/bad-tandem.yaml" 2>&1 || true)
+found=$("$bin/python" .ci/manifests.py check "$tandem" /dev/null "$out/selftest/bad-tandem.yaml" 2>&1 || true)
 for expected in "option --mesh-typo" "variable TANDEM_MESHH" '--fail-timeout "30"'; do
   case $found in
     *"$expected"*) ;;
     *) fail "self-test: the tandem check missed $expected: $found" ;;
   esac
 done
-mapfile -t blocks < <("$venv/bin/python" .ci/manifests.py extract README.md "$out")
+mapfile -t blocks < <("$bin/python" .ci/manifests.py extract README.md "$out")
 files=(examples/k8s/*.yaml "${blocks[@]}")
 [ -e "${files[0]}" ] || fail "no manifests in examples/k8s/"
 
-"$venv/bin/yamllint" --strict --config-file .yamllint "${files[@]}" \
+"$bin/yamllint" --strict --config-file .yamllint "${files[@]}" \
   || fail "yamllint (above)"
 for version in "${versions[@]}"; do
   # Not --quiet: kubernetes-validate 1.37.0 then exits 0 on a document it "could
   # not validate" (one without metadata, say). Its success lines are dropped here.
   code=0
-  "$venv/bin/kubernetes-validate" --strict -k "$version" "${files[@]}" >"$out/validate.log" 2>&1 || code=$?
+  "$bin/kubernetes-validate" --strict -k "$version" "${files[@]}" >"$out/validate.log" 2>&1 || code=$?
   grep -v '^INFO ' "$out/validate.log" >&2 || true
   [ "$code" -eq 0 ] || fail "not valid for Kubernetes $version (above)"
 done
 echo "manifests: ${#files[@]} manifests (${#blocks[@]} from README.md) pass yamllint and validate strictly for Kubernetes ${versions[*]}"
 
-"$venv/bin/python" .ci/manifests.py check "$tandem" README.md "${files[@]}"
+"$bin/python" .ci/manifests.py check "$tandem" README.md "${files[@]}"
