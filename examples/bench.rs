@@ -15,10 +15,7 @@
 //! Numbers are reported, never asserted: the exit status is non-zero only when a
 //! measurement could not be made at all.
 
-#[path = "../tests/support/envoy.rs"]
-mod envoy;
-
-use fake_sidecar::{FakeAdmin, Fault, Script, Xorshift, mono_ns};
+use fake_sidecar::{FakeAdmin, Fault, Script, Xorshift, envoy, mono_ns};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;

@@ -16,6 +16,7 @@
 //! every open connection (which wakes blocked reads and writes), wakes `accept`
 //! with a connect to itself, and joins the accept thread.
 
+pub mod envoy;
 mod http;
 mod routes;
 mod script;

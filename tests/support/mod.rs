@@ -4,7 +4,7 @@
 //! output, signal it, and dump everything when a test fails (STYLE §7.3); the
 //! `/proc` reader, the recorder app, and the prerequisites with their one `skip`.
 
-pub mod envoy;
+pub use fake_sidecar::envoy;
 pub mod prereq;
 pub mod procfs;
 mod recorder;

@@ -8,8 +8,8 @@
 //! Envoy writes one line per admin request, so it shows every poll and every quit
 //! that reached the real server, which no stat counter does for `/quitquitquit`.
 //!
-//! std and libc only, so that `examples/bench.rs` can compile it through `#[path]`;
-//! it must not refer to any other test module.
+//! Part of the fake-sidecar crate, beside the fake it complements, so the tests and
+//! `make bench` share it as one module.
 
 // Shared by the test crate and the benchmark, and each uses a different subset.
 #![allow(dead_code)]
