@@ -58,7 +58,10 @@ fn drop_unwind_tables() {
     // as they are; a C compiler driver (cc, musl-gcc) needs them behind -Wl.
     let linker = var("RUSTC_LINKER");
     let direct = linker.ends_with("rust-lld") || linker.ends_with("ld.lld");
-    let args = [format!("-T{}", script.display()), "--no-eh-frame-hdr".to_owned()];
+    let args = [
+        format!("-T{}", script.display()),
+        "--no-eh-frame-hdr".to_owned(),
+    ];
     for arg in args {
         let arg = if direct { arg } else { format!("-Wl,{arg}") };
         println!("cargo:rustc-link-arg-bins={arg}");
