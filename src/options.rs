@@ -183,7 +183,7 @@ pub const MESH: Spec = Spec {
 pub const POLL_MAX: Spec = Spec {
     value: "DUR",
     vars: &["TANDEM_POLL_MAX"],
-    help: "longest interval between readiness polls, default 80ms [TANDEM_POLL_MAX]",
+    help: "longest interval between readiness polls, default 85ms [TANDEM_POLL_MAX]",
     ..Spec::new("--poll-max", Kind::Value)
 };
 /// `--forward-to child|group`

@@ -50,7 +50,7 @@ fn defaults() -> Config {
             wait: true,
             wait_timeout: None,
             fail_timeout: None,
-            poll_max: Duration::from_millis(80),
+            poll_max: Duration::from_millis(85),
         },
         quit: QuitConfig {
             timeout: Some(5 * SEC),
