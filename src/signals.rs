@@ -1,7 +1,14 @@
-//! The signal relay: signal-hook-registry handlers write each signal another
-//! process sends to a self-pipe; one relay thread reads it and hands the signal to
-//! the waiting phase before the app exists, relays it to the app while it runs, and
-//! drops it once the app is gone, so a reaped pid is never signalled (SPEC §3, §4).
+//! The signal relay: a handler writes each signal another process sends to a
+//! self-pipe; one relay thread reads it and hands the signal to the waiting phase
+//! before the app exists, relays it to the app while it runs, and drops it once
+//! the app is gone, so a reaped pid is never signalled (SPEC §3, §4).
+//!
+//! Every relayed signal, standard and real-time, is installed with one plain
+//! `sigaction` of the one handler, and nothing else: no signal-hook-registry. The
+//! registry's only job was chaining to other handlers in the process, and the only
+//! other ones are std's SIGSEGV/SIGBUS stack-overflow handlers, which tandem
+//! replaces (it reset them before registering, for the same reason); through it,
+//! each registration cost ~6 system calls, ~100 of `tandem true`'s start-up.
 //!
 //! The handler (`on_signal`) tells a request from a fault by the sender's `siginfo`:
 //! a signal another process sent (`si_code` ≤ 0: `kill`, `sigqueue`, `tgkill`) is
@@ -11,7 +18,7 @@
 //! and would swallow a real SIGBUS or SIGSYS, so the handler is ours.
 //!
 //! Three parts: `disposition` (what tandem found at start-up and the masks),
-//! `handler` (the self-pipe and the async-signal-safe handlers), `relay` (the
+//! `handler` (the self-pipe and the async-signal-safe handler), `relay` (the
 //! thread that reads the pipe and where a signal goes).
 
 mod disposition;
@@ -25,7 +32,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::Error;
 use disposition::{Ignored, PIPE_IGNORED_AT_START, set_default, set_mask_empty};
-use handler::{REALTIME_WRITE, add_realtime, add_signal, self_pipe};
+use handler::{install, self_pipe};
 
 pub use relay::Relay;
 
@@ -51,7 +58,7 @@ pub fn relayed() -> Vec<i32> {
     set
 }
 
-/// The relayed signals below SIGRTMIN, registered in `main` before anything else.
+/// The relayed signals below SIGRTMIN.
 const STANDARD: [i32; 26] = [
     libc::SIGHUP,
     libc::SIGINT,
@@ -81,13 +88,7 @@ const STANDARD: [i32; 26] = [
     libc::SIGSYS,
 ];
 
-/// The real-time signals, installed with one plain `sigaction` each (`add_realtime`).
-///
-/// signal-hook-registry copies its whole table (and allocates it anew) on every
-/// registration: through it, these 30 signals cost ~150 system calls (mmap and
-/// munmap of each copy) and most of tandem's start-up CPU. The registry is there to
-/// chain handlers; nothing else in tandem handles a real-time signal, so they go to
-/// the same handler without it, and are in place before anything else runs.
+/// The real-time signals the C library leaves to programs, all relayed.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     libc::SIGRTMIN()..=libc::SIGRTMAX()
 }
@@ -121,18 +122,24 @@ impl AppSignals {
     /// In the app, between fork and exec (after std's own SIGPIPE reset): the
     /// dispositions as tandem's parent left them, and no signal blocked.
     /// Async-signal-safe.
+    ///
+    /// Only what differs is set (a system call each): the stops, which tandem
+    /// ignores, unless the parent ignored them too; SIGCHLD and SIGPIPE, which are
+    /// at their default here (tandem's, and std's reset), only if the parent
+    /// ignored them. The handlers need nothing: exec gives each its default.
     pub fn in_child(&self) -> io::Result<()> {
         let ignored_if = |yes: bool| if yes { libc::SIG_IGN } else { libc::SIG_DFL };
-        let restored = [
-            (libc::SIGTTIN, self.ttin),
-            (libc::SIGTTOU, self.ttou),
-            (libc::SIGCHLD, ignored_if(self.chld_ignored)),
-            (libc::SIGPIPE, ignored_if(self.pipe_ignored)),
+        // (signal, the disposition the app needs, the one it has here)
+        let dispositions = [
+            (libc::SIGTTIN, self.ttin, libc::SIG_IGN),
+            (libc::SIGTTOU, self.ttou, libc::SIG_IGN),
+            (libc::SIGCHLD, ignored_if(self.chld_ignored), libc::SIG_DFL),
+            (libc::SIGPIPE, ignored_if(self.pipe_ignored), libc::SIG_DFL),
         ];
-        for (sig, disposition) in restored {
+        for (sig, wanted, _) in dispositions.into_iter().filter(|(_, w, now)| w != now) {
             // SAFETY: SIG_IGN, SIG_DFL, or a disposition `signal` returned earlier in
             // this process; no handler of tandem's survives the exec.
-            if unsafe { libc::signal(sig, disposition) } == libc::SIG_ERR {
+            if unsafe { libc::signal(sig, wanted) } == libc::SIG_ERR {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -168,23 +175,16 @@ pub fn register() -> Result<Signals, Error> {
     }
     let pipe_ignored = PIPE_IGNORED_AT_START.load(Ordering::Relaxed);
     set_mask_empty().map_err(failed)?;
-    let (read, write) = self_pipe().map_err(failed)?;
-    let wanted = STANDARD.into_iter().filter(|&s| match s {
+    let read = self_pipe().map_err(failed)?;
+    // Decided from the start-up set before any is installed: an ignored signal is
+    // never caught, not even for a moment. std's SIGSEGV/SIGBUS handlers are
+    // replaced like any other disposition (see the module doc).
+    let wanted = STANDARD.into_iter().chain(realtime()).filter(|&s| match s {
         libc::SIGPIPE => !pipe_ignored,
         _ => !ignored.contains(s),
     });
     for sig in wanted {
-        if sig == libc::SIGSEGV || sig == libc::SIGBUS {
-            // std's stack-overflow handler would run first (the registry chains to
-            // the handler it replaces) and reset the signal to its default on a
-            // `kill`, so a second one would kill tandem.
-            set_default(sig);
-        }
-        add_signal(sig, write).map_err(failed)?;
-    }
-    REALTIME_WRITE.store(write, Ordering::Relaxed);
-    for sig in realtime().filter(|&s| !ignored.contains(s)) {
-        add_realtime(sig).map_err(failed)?;
+        install(sig).map_err(failed)?;
     }
     Ok(Signals {
         read,
