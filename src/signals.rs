@@ -31,7 +31,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 
 use crate::error::Error;
-use disposition::{Ignored, PIPE_IGNORED_AT_START, set_default, set_mask_empty};
+use disposition::{AtStart, PIPE_IGNORED_AT_START, set_default, set_mask_empty};
 use handler::{install, self_pipe};
 
 pub use relay::Relay;
@@ -104,8 +104,8 @@ pub struct Signals {
 /// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
 /// SIGTTOU, which tandem ignores for itself, get back their inherited disposition;
 /// SIGCHLD and SIGPIPE, which tandem (or Rust's runtime) changed, are ignored again
-/// if the parent ignored them. (The mask needs nothing: `register` empties tandem's,
-/// and the app inherits it.)
+/// if the parent ignored them. (The mask is emptied in the app: the main thread
+/// that forks it blocks what the relay takes, see `Relay::start`.)
 #[derive(Debug, Clone, Copy)]
 pub struct AppSignals {
     /// SIGTTIN's disposition as tandem found it.
@@ -152,9 +152,8 @@ impl AppSignals {
 ///
 /// SIGTTIN and SIGTTOU are ignored from here on: a tandem stopped by them would
 /// relay and reap nothing, and it needs neither (it never reads the terminal, and
-/// hands it to the app from the background). The signal mask is emptied: a signal
-/// tandem's parent blocked would never reach the relay, and the app inherits the
-/// mask. A signal the parent ignored stays ignored, so the app inherits it as with
+/// hands it to the app from the background). The signal mask is emptied (when it
+/// is not already): a signal tandem's parent blocked would never reach the relay. A signal the parent ignored stays ignored, so the app inherits it as with
 /// tini (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its
 /// default in tandem, which must wait for its children, and is ignored again in
 /// the app.
@@ -167,14 +166,19 @@ pub fn register() -> Result<Signals, Error> {
     if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
         return Err(failed(io::Error::last_os_error()));
     }
-    let ignored = Ignored::now();
+    let AtStart {
+        ignored,
+        blocks_any,
+    } = AtStart::now();
     let chld_ignored = ignored.contains(libc::SIGCHLD);
     if chld_ignored {
         // Ignored, it would make the kernel reap the app before tandem reads its status.
         set_default(libc::SIGCHLD);
     }
     let pipe_ignored = PIPE_IGNORED_AT_START.load(Ordering::Relaxed);
-    set_mask_empty().map_err(failed)?;
+    if blocks_any != Some(false) {
+        set_mask_empty().map_err(failed)?;
+    }
     let read = self_pipe().map_err(failed)?;
     // Decided from the start-up set before any is installed: an ignored signal is
     // never caught, not even for a moment. std's SIGSEGV/SIGBUS handlers are
