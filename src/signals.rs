@@ -52,10 +52,10 @@ const FAULTS: [i32; 6] = [
 
 /// Every signal tandem relays: all catchable ones except SIGCHLD (it only means
 /// "reap") and SIGTTIN/SIGTTOU (ignored, so tandem never stops).
-pub fn relayed() -> Vec<i32> {
-    let mut set = STANDARD.to_vec();
-    set.extend(realtime());
-    set
+pub fn relayed() -> impl Iterator<Item = i32> {
+    // An iterator, not a Vec: with musl, a first allocation of a size can cost an
+    // mmap and its free a munmap.
+    STANDARD.into_iter().chain(realtime())
 }
 
 /// The relayed signals below SIGRTMIN.
@@ -183,7 +183,7 @@ pub fn register() -> Result<Signals, Error> {
     // Decided from the start-up set before any is installed: an ignored signal is
     // never caught, not even for a moment. std's SIGSEGV/SIGBUS handlers are
     // replaced like any other disposition (see the module doc).
-    let wanted = STANDARD.into_iter().chain(realtime()).filter(|&s| match s {
+    let wanted = relayed().filter(|&s| match s {
         libc::SIGPIPE => !pipe_ignored,
         _ => !ignored.contains(s),
     });

@@ -150,12 +150,12 @@ pub(super) fn set_default(sig: i32) {
 }
 
 /// Blocks `sigs` in the calling thread; threads started later inherit the mask.
-pub(super) fn block(sigs: &[i32]) -> io::Result<()> {
+pub(super) fn block(sigs: impl IntoIterator<Item = i32>) -> io::Result<()> {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable sigset_t.
     unsafe { libc::sigemptyset(&mut set) };
-    for &sig in sigs {
+    for sig in sigs {
         // SAFETY: set is initialised; the numbers come from `relayed()`.
         unsafe { libc::sigaddset(&mut set, sig) };
     }
@@ -216,7 +216,7 @@ mod tests {
         let blocked_then_not = std::thread::spawn(|| {
             set_mask_empty().expect("an empty mask");
             let before = AtStart::now().blocks_any;
-            block(&[libc::SIGUSR2]).expect("SIGUSR2 blocked");
+            block([libc::SIGUSR2]).expect("SIGUSR2 blocked");
             (before, AtStart::now().blocks_any)
         })
         .join()
@@ -240,10 +240,9 @@ mod tests {
         unsafe { libc::signal(libc::SIGWINCH, libc::SIG_IGN) };
         assert!(AtStart::now().ignored.contains(libc::SIGWINCH));
         let asked = relayed()
-            .into_iter()
             .filter(|&s| is_ignored(s))
             .fold(0, |mask, s| mask | bit(s));
-        let relayed_mask = relayed().into_iter().fold(0, |mask, s| mask | bit(s));
+        let relayed_mask = relayed().fold(0, |mask, s| mask | bit(s));
         assert_eq!(AtStart::now().ignored.0 & relayed_mask, asked);
     }
 }
