@@ -6,9 +6,11 @@
 //! Every relayed signal, standard and real-time, is installed with one plain
 //! `sigaction` of the one handler, and nothing else: no signal-hook-registry. The
 //! registry's only job was chaining to other handlers in the process, and the only
-//! other ones are std's SIGSEGV/SIGBUS stack-overflow handlers, which tandem
-//! replaces (it reset them before registering, for the same reason); through it,
-//! each registration cost ~6 system calls, ~100 of `tandem true`'s start-up.
+//! other ones would be std's SIGSEGV/SIGBUS stack-overflow handlers, which tandem
+//! never kept (it reset them before registering, for the same reason): now it takes
+//! both before Rust's runtime starts (`before_runtime`), so the runtime installs
+//! neither them nor their alternate signal stacks. Through the registry, each
+//! registration cost ~6 system calls, ~100 of `tandem true`'s start-up.
 //!
 //! The handler (`on_signal`) tells a request from a fault by the sender's `siginfo`:
 //! a signal another process sent (`si_code` ≤ 0: `kill`, `sigqueue`, `tgkill`) is
@@ -27,11 +29,10 @@ mod relay;
 
 use std::fs::File;
 use std::io;
-
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Error;
-use disposition::{AtStart, PIPE_IGNORED_AT_START, set_default, set_mask_empty};
+use disposition::{AtStart, at_start, set_default, set_mask_empty};
 use handler::{install, self_pipe};
 
 pub use relay::Relay;
@@ -147,16 +148,41 @@ impl AppSignals {
     }
 }
 
+/// SIGSEGV and SIGBUS have tandem's handler already (`before_runtime`).
+static FAULTS_TAKEN_EARLY: AtomicBool = AtomicBool::new(false);
+
+/// Records the signal state tandem's parent left and installs the handler for
+/// SIGSEGV and SIGBUS, before Rust's runtime starts: the `.init_array` entry of
+/// tandem's `main` calls it. It allocates nothing and cannot panic.
+///
+/// Read this early, SIGPIPE is still as the parent left it (Rust's runtime then
+/// ignores it). And the runtime finds both faults taken, so it installs neither
+/// its stack-overflow handlers nor the alternate signal stacks they run on (one for
+/// every thread): tandem would replace those handlers in `register` anyway, and its own
+/// run on the thread's stack, so the stacks were never used; they cost 10 system
+/// calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
+/// dropped, as std's handler dropped it; a real fault kills tandem either way.
+pub fn before_runtime() {
+    let start = at_start();
+    let faults = [libc::SIGSEGV, libc::SIGBUS];
+    if faults.iter().all(|&s| !start.ignored.contains(s))
+        && faults.into_iter().all(|s| install(s).is_ok())
+    {
+        FAULTS_TAKEN_EARLY.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Installs the handlers. Call first in `main`, before any thread or child exists,
-/// so no signal finds a default action in between.
+/// so no signal finds a default action in between, and after `before_runtime`.
 ///
 /// SIGTTIN and SIGTTOU are ignored from here on: a tandem stopped by them would
 /// relay and reap nothing, and it needs neither (it never reads the terminal, and
 /// hands it to the app from the background). The signal mask is emptied (when it
-/// is not already): a signal tandem's parent blocked would never reach the relay. A signal the parent ignored stays ignored, so the app inherits it as with
-/// tini (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its
-/// default in tandem, which must wait for its children, and is ignored again in
-/// the app.
+/// is not already): a signal tandem's parent blocked would never reach the relay.
+/// A signal the parent ignored stays ignored, so the app inherits it as with tini
+/// (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its default
+/// in tandem, which must wait for its children, and is ignored again in the app.
+/// (Without `before_runtime`, SIGPIPE counts as ignored: Rust's runtime did that.)
 pub fn register() -> Result<Signals, Error> {
     let failed = |e| Error::Io("installing signal handlers", e);
     // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
@@ -169,22 +195,24 @@ pub fn register() -> Result<Signals, Error> {
     let AtStart {
         ignored,
         blocks_any,
-    } = AtStart::now();
+    } = at_start();
     let chld_ignored = ignored.contains(libc::SIGCHLD);
     if chld_ignored {
         // Ignored, it would make the kernel reap the app before tandem reads its status.
         set_default(libc::SIGCHLD);
     }
-    let pipe_ignored = PIPE_IGNORED_AT_START.load(Ordering::Relaxed);
+    let pipe_ignored = ignored.contains(libc::SIGPIPE);
     if blocks_any != Some(false) {
         set_mask_empty().map_err(failed)?;
     }
     let read = self_pipe().map_err(failed)?;
     // Decided from the start-up set before any is installed: an ignored signal is
-    // never caught, not even for a moment. std's SIGSEGV/SIGBUS handlers are
-    // replaced like any other disposition (see the module doc).
+    // never caught, not even for a moment. If `before_runtime` did not take
+    // SIGSEGV and SIGBUS, std's handlers are replaced here like any other
+    // disposition (see the module doc).
+    let taken = FAULTS_TAKEN_EARLY.load(Ordering::Relaxed);
     let wanted = relayed().filter(|&s| match s {
-        libc::SIGPIPE => !pipe_ignored,
+        libc::SIGSEGV | libc::SIGBUS if taken => false,
         _ => !ignored.contains(s),
     });
     for sig in wanted {

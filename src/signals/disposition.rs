@@ -1,30 +1,27 @@
 //! Signal dispositions and masks: which signals tandem's parent left ignored and
-//! whether it left any blocked (read once at start-up, SIGPIPE's even before Rust's
-//! runtime changes it), giving a signal its default again, and blocking or
-//! unblocking signals in a thread.
+//! whether it left any blocked (read once, before Rust's runtime changes SIGPIPE),
+//! giving a signal its default again, and blocking or unblocking signals in a
+//! thread.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-/// Whether SIGPIPE was ignored when the process started: Rust's runtime ignores it
-/// before `main`, so only code that runs earlier can tell (see `SEE_SIGPIPE`).
-pub(super) static PIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+/// The signal state tandem's parent left, recorded once: by `before_runtime`
+/// before Rust's runtime ignores SIGPIPE, else by `register`.
+static AT_START: OnceLock<AtStart> = OnceLock::new();
 
-/// Run by the C runtime before `main` (and so before Rust's runtime changes
-/// SIGPIPE), as every `.init_array` entry is, with glibc and musl alike.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static SEE_SIGPIPE: extern "C" fn() = see_sigpipe;
-
-extern "C" fn see_sigpipe() {
-    PIPE_IGNORED_AT_START.store(is_ignored(libc::SIGPIPE), Ordering::Relaxed);
+/// The signal state tandem's parent left (see `AT_START`).
+pub(super) fn at_start() -> AtStart {
+    *AT_START.get_or_init(AtStart::now)
 }
 
 /// The signals whose disposition was SIG_IGN when tandem started.
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Ignored(pub(super) u64);
 
 /// The signal state tandem started with: what its parent left ignored, and
 /// whether the calling thread blocks anything (`None`: not known).
+#[derive(Debug, Clone, Copy)]
 pub(super) struct AtStart {
     pub(super) ignored: Ignored,
     pub(super) blocks_any: Option<bool>,

@@ -6,8 +6,8 @@
 //! no allocation, no chaining. Chaining to other in-process handlers was all
 //! signal-hook-registry added, and through it each registration cost ~6 system
 //! calls (it queries the old action and copies its whole table anew). The only
-//! other handlers in the process are std's SIGSEGV/SIGBUS stack-overflow ones,
-//! which tandem replaces, as it did before (see [`register`](super::register)).
+//! other handlers there would be std's SIGSEGV/SIGBUS stack-overflow ones, which
+//! tandem never keeps (see [`before_runtime`](super::before_runtime)).
 
 use std::fs::File;
 use std::io;
