@@ -158,9 +158,9 @@ static FAULTS_TAKEN_EARLY: AtomicBool = AtomicBool::new(false);
 /// Read this early, SIGPIPE is still as the parent left it (Rust's runtime then
 /// ignores it). And the runtime finds both faults taken, so it installs neither
 /// its stack-overflow handlers nor the alternate signal stacks they run on (one for
-/// every thread): tandem would replace those handlers in `register` anyway, and its own
-/// run on the thread's stack, so the stacks were never used; they cost 10 system
-/// calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
+/// every thread): tandem would replace those handlers in `register` anyway, and
+/// its own run on the thread's stack, so the stacks were never used; they cost 10
+/// system calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
 /// dropped, as std's handler dropped it; a real fault kills tandem either way.
 pub fn before_runtime() {
     let start = at_start();

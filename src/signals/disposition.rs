@@ -114,17 +114,20 @@ fn bit(sig: i32) -> u64 {
 }
 
 /// The `SigBlk:` and `SigIgn:` masks of a `/proc/PID/status` text (16 hex
-/// digits each), once it holds both lines whole (each ends with a newline).
+/// digits each), once it holds both lines whole (each ends with a newline). Read
+/// as bytes: other lines (the command's name) need not be UTF-8.
 fn status_masks(status: &[u8]) -> Option<Masks> {
-    let text = std::str::from_utf8(status).ok()?;
-    let whole = text.get(..text.rfind('\n')?)?;
-    let field = |name: &str| {
-        let hex = whole.lines().find_map(|l| l.strip_prefix(name))?;
-        u64::from_str_radix(hex.trim(), 16).ok()
+    let end = status.iter().rposition(|&b| b == b'\n')?;
+    let whole = status.get(..end)?;
+    let field = |name: &[u8]| {
+        let hex = whole
+            .split(|&b| b == b'\n')
+            .find_map(|l| l.strip_prefix(name))?;
+        u64::from_str_radix(std::str::from_utf8(hex).ok()?.trim(), 16).ok()
     };
     Some(Masks {
-        blocked: field("SigBlk:")?,
-        ignored: field("SigIgn:")?,
+        blocked: field(b"SigBlk:")?,
+        ignored: field(b"SigIgn:")?,
     })
 }
 
@@ -195,6 +198,12 @@ mod tests {
         assert!(!ignored.contains(libc::SIGCHLD), "SigBlk is another line");
         assert_eq!(status_masks(b"SigBlk:\t0\nSigIgn:\tzz\n"), None);
         assert_eq!(status_masks(b"Name:\tx\n"), None);
+        let odd_name = b"Name:\t\xff\xfe\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000001\n";
+        assert_eq!(
+            status_masks(odd_name).map(|m| m.ignored),
+            Some(1),
+            "a name not UTF-8"
+        );
     }
 
     #[test]
