@@ -13,6 +13,17 @@ use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
 use tandem::{act, child, quit, ready, reap, setup, termination};
 
+/// Run by the C runtime before Rust's runtime starts (glibc and musl alike run
+/// every `.init_array` entry before `main`'s): what tandem's parent left, and the
+/// fault signals taken before the runtime would take them (`signals::before_runtime`).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static BEFORE_RUNTIME: extern "C" fn() = before_runtime;
+
+extern "C" fn before_runtime() {
+    signals::before_runtime();
+}
+
 fn main() -> ExitCode {
     match lifecycle() {
         Ok(outcome) => ExitCode::from(outcome.status()),
@@ -23,13 +34,14 @@ fn main() -> ExitCode {
 /// Set up, then run the mode asked for. `Err` means tandem is done before any
 /// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
 fn lifecycle() -> Result<Outcome, ExitCode> {
-    // Handlers first, before any thread or child exists (signal-hook's rule).
+    // Handlers first, before any thread or child exists: the mask and dispositions
+    // set there are what every later thread and the app inherit.
     let early = setup::early_termination_log();
     let signals = signals::register().map_err(|e| act::fail(&e, &early))?;
     let (mode, cfg) = setup::configure(std::env::args_os(), &early)?;
     let channel = event::channel();
-    // The relay thread is left to die with the process: closing it would unregister
-    // every handler, which costs signal-hook more than all of tandem's start-up.
+    // The relay thread is left to die with the process: a handler may write to its
+    // pipe until the very end, and stopping it would only cost system calls.
     let relay = Relay::start(signals, channel.sender.clone())
         .map_err(|e| act::fail(&e, &cfg.termination_log))?;
     let (outcome, quit_failed) = match &mode {

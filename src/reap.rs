@@ -10,17 +10,19 @@ use crate::outcome::Outcome;
 use crate::signals::Relay;
 use crate::terminal::JobControl;
 
-/// Registers tandem as a child subreaper unless it is PID 1 (which reaps anyway),
-/// so orphans of the app are re-parented here and reaped promptly.
+/// Registers tandem as a child subreaper, so orphans of the app are re-parented
+/// here and reaped promptly. PID 1 reaps them anyway; registering is harmless there,
+/// and asking for the pid first would cost every other tandem a system call.
 pub fn become_subreaper() {
-    // SAFETY: getpid takes nothing and returns a plain integer.
-    if unsafe { libc::getpid() } == 1 {
-        return;
-    }
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes plain integers.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         let err = io::Error::last_os_error();
-        log::warning!("could not become a child subreaper ({err}): orphans of the app go to init");
+        // SAFETY: getpid takes nothing and returns a plain integer.
+        if unsafe { libc::getpid() } != 1 {
+            log::warning!(
+                "could not become a child subreaper ({err}): orphans of the app go to init"
+            );
+        }
     }
 }
 

@@ -1,7 +1,16 @@
-//! The signal relay: signal-hook-registry handlers write each signal another
-//! process sends to a self-pipe; one relay thread reads it and hands the signal to
-//! the waiting phase before the app exists, relays it to the app while it runs, and
-//! drops it once the app is gone, so a reaped pid is never signalled (SPEC §3, §4).
+//! The signal relay: a handler writes each signal another process sends to a
+//! self-pipe; one relay thread reads it and hands the signal to the waiting phase
+//! before the app exists, relays it to the app while it runs, and drops it once
+//! the app is gone, so a reaped pid is never signalled (SPEC §3, §4).
+//!
+//! Every relayed signal, standard and real-time, is installed with one plain
+//! `sigaction` of the one handler, and nothing else: no signal-hook-registry. The
+//! registry's only job was chaining to other handlers in the process, and the only
+//! other ones would be std's SIGSEGV/SIGBUS stack-overflow handlers, which tandem
+//! never kept (it reset them before registering, for the same reason): now it takes
+//! both before Rust's runtime starts (`before_runtime`), so the runtime installs
+//! neither them nor their alternate signal stacks. Through the registry, each
+//! registration cost ~6 system calls, ~100 of `tandem true`'s start-up.
 //!
 //! The handler (`on_signal`) tells a request from a fault by the sender's `siginfo`:
 //! a signal another process sent (`si_code` ≤ 0: `kill`, `sigqueue`, `tgkill`) is
@@ -11,7 +20,7 @@
 //! and would swallow a real SIGBUS or SIGSYS, so the handler is ours.
 //!
 //! Three parts: `disposition` (what tandem found at start-up and the masks),
-//! `handler` (the self-pipe and the async-signal-safe handlers), `relay` (the
+//! `handler` (the self-pipe and the async-signal-safe handler), `relay` (the
 //! thread that reads the pipe and where a signal goes).
 
 mod disposition;
@@ -20,12 +29,11 @@ mod relay;
 
 use std::fs::File;
 use std::io;
-
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Error;
-use disposition::{Ignored, PIPE_IGNORED_AT_START, set_default, set_mask_empty};
-use handler::{REALTIME_WRITE, add_realtime, add_signal, self_pipe};
+use disposition::{AtStart, at_start, set_default, set_mask_empty};
+use handler::{install, self_pipe};
 
 pub use relay::Relay;
 
@@ -45,13 +53,13 @@ const FAULTS: [i32; 6] = [
 
 /// Every signal tandem relays: all catchable ones except SIGCHLD (it only means
 /// "reap") and SIGTTIN/SIGTTOU (ignored, so tandem never stops).
-pub fn relayed() -> Vec<i32> {
-    let mut set = STANDARD.to_vec();
-    set.extend(realtime());
-    set
+pub fn relayed() -> impl Iterator<Item = i32> {
+    // An iterator, not a Vec: with musl, a first allocation of a size can cost an
+    // mmap and its free a munmap.
+    STANDARD.into_iter().chain(realtime())
 }
 
-/// The relayed signals below SIGRTMIN, registered in `main` before anything else.
+/// The relayed signals below SIGRTMIN.
 const STANDARD: [i32; 26] = [
     libc::SIGHUP,
     libc::SIGINT,
@@ -81,13 +89,7 @@ const STANDARD: [i32; 26] = [
     libc::SIGSYS,
 ];
 
-/// The real-time signals, installed with one plain `sigaction` each (`add_realtime`).
-///
-/// signal-hook-registry copies its whole table (and allocates it anew) on every
-/// registration: through it, these 30 signals cost ~150 system calls (mmap and
-/// munmap of each copy) and most of tandem's start-up CPU. The registry is there to
-/// chain handlers; nothing else in tandem handles a real-time signal, so they go to
-/// the same handler without it, and are in place before anything else runs.
+/// The real-time signals the C library leaves to programs, all relayed.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     libc::SIGRTMIN()..=libc::SIGRTMAX()
 }
@@ -103,8 +105,8 @@ pub struct Signals {
 /// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
 /// SIGTTOU, which tandem ignores for itself, get back their inherited disposition;
 /// SIGCHLD and SIGPIPE, which tandem (or Rust's runtime) changed, are ignored again
-/// if the parent ignored them. (The mask needs nothing: `register` empties tandem's,
-/// and the app inherits it.)
+/// if the parent ignored them. (The mask is emptied in the app: the main thread
+/// that forks it blocks what the relay takes, see `Relay::start`.)
 #[derive(Debug, Clone, Copy)]
 pub struct AppSignals {
     /// SIGTTIN's disposition as tandem found it.
@@ -121,18 +123,24 @@ impl AppSignals {
     /// In the app, between fork and exec (after std's own SIGPIPE reset): the
     /// dispositions as tandem's parent left them, and no signal blocked.
     /// Async-signal-safe.
+    ///
+    /// Only what differs is set (a system call each): the stops, which tandem
+    /// ignores, unless the parent ignored them too; SIGCHLD and SIGPIPE, which are
+    /// at their default here (tandem's, and std's reset), only if the parent
+    /// ignored them. The handlers need nothing: exec gives each its default.
     pub fn in_child(&self) -> io::Result<()> {
         let ignored_if = |yes: bool| if yes { libc::SIG_IGN } else { libc::SIG_DFL };
-        let restored = [
-            (libc::SIGTTIN, self.ttin),
-            (libc::SIGTTOU, self.ttou),
-            (libc::SIGCHLD, ignored_if(self.chld_ignored)),
-            (libc::SIGPIPE, ignored_if(self.pipe_ignored)),
+        // (signal, the disposition the app needs, the one it has here)
+        let dispositions = [
+            (libc::SIGTTIN, self.ttin, libc::SIG_IGN),
+            (libc::SIGTTOU, self.ttou, libc::SIG_IGN),
+            (libc::SIGCHLD, ignored_if(self.chld_ignored), libc::SIG_DFL),
+            (libc::SIGPIPE, ignored_if(self.pipe_ignored), libc::SIG_DFL),
         ];
-        for (sig, disposition) in restored {
+        for (sig, wanted, _) in dispositions.into_iter().filter(|(_, w, now)| w != now) {
             // SAFETY: SIG_IGN, SIG_DFL, or a disposition `signal` returned earlier in
             // this process; no handler of tandem's survives the exec.
-            if unsafe { libc::signal(sig, disposition) } == libc::SIG_ERR {
+            if unsafe { libc::signal(sig, wanted) } == libc::SIG_ERR {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -140,17 +148,41 @@ impl AppSignals {
     }
 }
 
+/// SIGSEGV and SIGBUS have tandem's handler already (`before_runtime`).
+static FAULTS_TAKEN_EARLY: AtomicBool = AtomicBool::new(false);
+
+/// Records the signal state tandem's parent left and installs the handler for
+/// SIGSEGV and SIGBUS, before Rust's runtime starts: the `.init_array` entry of
+/// tandem's `main` calls it. It allocates nothing and cannot panic.
+///
+/// Read this early, SIGPIPE is still as the parent left it (Rust's runtime then
+/// ignores it). And the runtime finds both faults taken, so it installs neither
+/// its stack-overflow handlers nor the alternate signal stacks they run on (one for
+/// every thread): tandem would replace those handlers in `register` anyway, and
+/// its own run on the thread's stack, so the stacks were never used; they cost 10
+/// system calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
+/// dropped, as std's handler dropped it; a real fault kills tandem either way.
+pub fn before_runtime() {
+    let start = at_start();
+    let faults = [libc::SIGSEGV, libc::SIGBUS];
+    if faults.iter().all(|&s| !start.ignored.contains(s))
+        && faults.into_iter().all(|s| install(s).is_ok())
+    {
+        FAULTS_TAKEN_EARLY.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Installs the handlers. Call first in `main`, before any thread or child exists,
-/// so no signal finds a default action in between.
+/// so no signal finds a default action in between, and after `before_runtime`.
 ///
 /// SIGTTIN and SIGTTOU are ignored from here on: a tandem stopped by them would
 /// relay and reap nothing, and it needs neither (it never reads the terminal, and
-/// hands it to the app from the background). The signal mask is emptied: a signal
-/// tandem's parent blocked would never reach the relay, and the app inherits the
-/// mask. A signal the parent ignored stays ignored, so the app inherits it as with
-/// tini (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its
-/// default in tandem, which must wait for its children, and is ignored again in
-/// the app.
+/// hands it to the app from the background). The signal mask is emptied (when it
+/// is not already): a signal tandem's parent blocked would never reach the relay.
+/// A signal the parent ignored stays ignored, so the app inherits it as with tini
+/// (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its default
+/// in tandem, which must wait for its children, and is ignored again in the app.
+/// (Without `before_runtime`, SIGPIPE counts as ignored: Rust's runtime did that.)
 pub fn register() -> Result<Signals, Error> {
     let failed = |e| Error::Io("installing signal handlers", e);
     // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
@@ -160,31 +192,31 @@ pub fn register() -> Result<Signals, Error> {
     if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
         return Err(failed(io::Error::last_os_error()));
     }
-    let ignored = Ignored::now();
+    let AtStart {
+        ignored,
+        blocks_any,
+    } = at_start();
     let chld_ignored = ignored.contains(libc::SIGCHLD);
     if chld_ignored {
         // Ignored, it would make the kernel reap the app before tandem reads its status.
         set_default(libc::SIGCHLD);
     }
-    let pipe_ignored = PIPE_IGNORED_AT_START.load(Ordering::Relaxed);
-    set_mask_empty().map_err(failed)?;
-    let (read, write) = self_pipe().map_err(failed)?;
-    let wanted = STANDARD.into_iter().filter(|&s| match s {
-        libc::SIGPIPE => !pipe_ignored,
+    let pipe_ignored = ignored.contains(libc::SIGPIPE);
+    if blocks_any != Some(false) {
+        set_mask_empty().map_err(failed)?;
+    }
+    let read = self_pipe().map_err(failed)?;
+    // Decided from the start-up set before any is installed: an ignored signal is
+    // never caught, not even for a moment. If `before_runtime` did not take
+    // SIGSEGV and SIGBUS, std's handlers are replaced here like any other
+    // disposition (see the module doc).
+    let taken = FAULTS_TAKEN_EARLY.load(Ordering::Relaxed);
+    let wanted = relayed().filter(|&s| match s {
+        libc::SIGSEGV | libc::SIGBUS if taken => false,
         _ => !ignored.contains(s),
     });
     for sig in wanted {
-        if sig == libc::SIGSEGV || sig == libc::SIGBUS {
-            // std's stack-overflow handler would run first (the registry chains to
-            // the handler it replaces) and reset the signal to its default on a
-            // `kill`, so a second one would kill tandem.
-            set_default(sig);
-        }
-        add_signal(sig, write).map_err(failed)?;
-    }
-    REALTIME_WRITE.store(write, Ordering::Relaxed);
-    for sig in realtime().filter(|&s| !ignored.contains(s)) {
-        add_realtime(sig).map_err(failed)?;
+        install(sig).map_err(failed)?;
     }
     Ok(Signals {
         read,

@@ -236,6 +236,31 @@ fn app_inherits_the_ignored_set_of_tandems_parent_but_no_blocked_signals() {
     assert_eq!(ignored, bit(libc::SIGHUP), "SigIgn {ignored:#x}");
 }
 
+/// Makes `cmd` start with SIGTTIN and SIGTTOU ignored (as a supervisor that runs
+/// its jobs immune to terminal stops does).
+fn with_stops_ignored(cmd: &mut Command) -> &mut Command {
+    // SAFETY: the closure runs between fork and exec and calls only `signal`.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGTTIN, libc::SIGTTOU] {
+                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn stops_ignored_by_tandems_parent_stay_ignored_in_the_app() {
+    // tandem ignores both itself; the app must get the parent's ignore, not a default.
+    let mut cmd = tandem();
+    let (_, ignored) = app_sigblk_sigign(with_stops_ignored(&mut cmd));
+    let stops = bit(libc::SIGTTIN) | bit(libc::SIGTTOU);
+    assert_eq!(ignored, stops, "SigIgn {ignored:#x}");
+}
+
 #[test]
 fn signal_blocked_when_tandem_started_is_still_relayed() {
     let Some(python) = python() else { return };

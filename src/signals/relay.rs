@@ -76,11 +76,8 @@ impl Relay {
             })
             .map_err(|e| Error::Io("starting the signal relay", e))?;
         // Ignored ones too: blocking a signal that is discarded changes nothing.
-        let relay_only: Vec<i32> = relayed()
-            .into_iter()
-            .filter(|s| !FAULTS.contains(s) && *s != libc::SIGABRT)
-            .collect();
-        if let Err(e) = block(&relay_only) {
+        let relay_only = relayed().filter(|s| !FAULTS.contains(s) && *s != libc::SIGABRT);
+        if let Err(e) = block(relay_only) {
             // Only slower: any thread can take a signal, the relay still gets it.
             log::debug!("cannot leave signals to the relay thread: {e}");
         }
