@@ -12,6 +12,9 @@ use crate::{install, log, options};
 
 /// Carries out `action` and says how tandem exits; a failed install is written
 /// to the termination log `term` (SPEC §7).
+// Not inlined into `setup::configure`: its ~9 KiB frame (the install's copy
+// buffer) would then be on the stack of every run, two pages of peak RSS more.
+#[inline(never)]
 pub fn act(action: &Action, term: &Target) -> ExitCode {
     match action {
         Action::Help => print_stdout(&options::help()),
