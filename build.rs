@@ -39,7 +39,8 @@ SECTIONS {
 /// a `RUST_BACKTRACE` trace, which a stripped binary cannot name anyway, and they are
 /// ~93 KiB of the static binary: std's precompiled code carries them whatever
 /// `-C force-unwind-tables` says, so they are dropped at link time. Only the binary
-/// gets this, and only on Linux (ELF, GNU ld or lld): tests and examples keep
+/// and the examples of a release build get this (so `make bench`'s std-only floor is
+/// linked the same way), and only on Linux (ELF, GNU ld or lld): tests keep
 /// unwinding, and a debug build is untouched. (Cargo does not tell a build script the
 /// profile's panic strategy, `CARGO_CFG_PANIC` says the target's default, so this
 /// keys on the profile that sets it.)
@@ -65,6 +66,7 @@ fn drop_unwind_tables() {
     for arg in args {
         let arg = if direct { arg } else { format!("-Wl,{arg}") };
         println!("cargo:rustc-link-arg-bins={arg}");
+        println!("cargo:rustc-link-arg-examples={arg}");
     }
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
 }

@@ -365,7 +365,10 @@ impl Bench {
         let size = fs::metadata(&self.args.tandem)?.len();
         let floor = match &self.args.size_floor {
             Some(path) => match fs::metadata(path) {
-                Ok(meta) => format!("{} (std-only probe, same profile)", kib(meta.len())),
+                Ok(meta) => format!(
+                    "{} (std-only probe, same profile and link)",
+                    kib(meta.len())
+                ),
                 Err(_) => "—".to_owned(),
             },
             None => "—".to_owned(),
