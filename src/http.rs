@@ -5,7 +5,7 @@ use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
 use ureq::Agent;
-use ureq::unversioned::transport::DefaultConnector;
+use ureq::unversioned::transport::{Connector, TcpConnector, Transport};
 
 use crate::resolve::LocalFirst;
 
@@ -40,7 +40,20 @@ pub fn agent() -> Agent {
         .max_idle_connections(4)
         .max_idle_connections_per_host(1)
         .build();
-    Agent::with_parts(config, DefaultConnector::default(), LocalFirst::new())
+    Agent::with_parts(config, connector(), LocalFirst::new())
+}
+
+/// A plain TCP connection, wrapped in TLS with the `rustls` feature. Not ureq's
+/// default chain: its SOCKS warning and HTTP CONNECT proxy stages never apply
+/// (`proxy(None)`), and they cost the static binary ~10 KB.
+#[cfg(not(feature = "rustls"))]
+fn connector() -> impl Connector<(), Out = impl Transport> {
+    TcpConnector::default()
+}
+
+#[cfg(feature = "rustls")]
+fn connector() -> impl Connector<(), Out = impl Transport> {
+    TcpConnector::default().chain(ureq::unversioned::transport::RustlsConnector::default())
 }
 
 /// Largest body `get_status` drains to keep its connection; a longer one is
