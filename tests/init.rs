@@ -6,7 +6,7 @@
 //! every exit code passes through.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, Recorder, kill, python, run, spawn, stat_after_comm, state,
+    REACT, RUN_TIMEOUT, Recorder, ignoring, kill, python, run, spawn, stat_after_comm, state,
     status_text_field, tandem, temp_dir, wait_until,
 };
 use crate::tty::OnTty;
@@ -357,21 +357,9 @@ impl Drop for Killed {
     }
 }
 
-/// Makes `cmd` start with SIGPIPE and SIGCHLD ignored (a shell's `trap '' PIPE
-/// CHLD`, a supervisor that never waits).
-fn with_pipe_and_chld_ignored(cmd: &mut Command) -> &mut Command {
-    // SAFETY: the closure runs between fork and exec and calls only `signal`.
-    unsafe {
-        cmd.pre_exec(|| {
-            for sig in [libc::SIGPIPE, libc::SIGCHLD] {
-                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        })
-    }
-}
+/// SIGPIPE and SIGCHLD ignored by the parent (a shell's `trap '' PIPE CHLD`, a
+/// supervisor that never waits).
+const PIPE_AND_CHLD: &[i32] = &[libc::SIGPIPE, libc::SIGCHLD];
 
 #[test]
 fn sigpipe_and_sigchld_ignored_by_the_parent_stay_ignored_in_the_app() {
@@ -379,7 +367,7 @@ fn sigpipe_and_sigchld_ignored_by_the_parent_stay_ignored_in_the_app() {
     // every child; tandem ignored SIGCHLD would lose the app's status to the kernel.
     let mut cmd = tandem();
     let out = run(
-        with_pipe_and_chld_ignored(&mut cmd).args(["cat", "/proc/self/status"]),
+        ignoring(&mut cmd, PIPE_AND_CHLD).args(["cat", "/proc/self/status"]),
         RUN_TIMEOUT,
     );
     assert_eq!(out.code, Some(0), "{}", out.dump());
@@ -392,7 +380,7 @@ fn sigpipe_and_sigchld_ignored_by_the_parent_stay_ignored_in_the_app() {
 fn with_sigchld_ignored_by_the_parent_tandem_still_exits_with_the_apps_status() {
     let mut cmd = tandem();
     let out = run(
-        with_pipe_and_chld_ignored(&mut cmd).args(["sh", "-c", "exit 3"]),
+        ignoring(&mut cmd, PIPE_AND_CHLD).args(["sh", "-c", "exit 3"]),
         RUN_TIMEOUT,
     );
     assert_eq!(out.code, Some(3), "{}", out.dump());

@@ -7,7 +7,7 @@
 //! tests that need it skip (`support::skip`) when `python3` is missing.
 
 use crate::support::{
-    REACT, RUN_TIMEOUT, Recorder, Script, app_touching, kill, python, run, spawn, start,
+    REACT, RUN_TIMEOUT, Recorder, Script, app_touching, ignoring, kill, python, run, spawn, start,
     status_text_field, tandem, tandem_at, temp_dir,
 };
 use std::os::unix::process::CommandExt;
@@ -236,27 +236,12 @@ fn app_inherits_the_ignored_set_of_tandems_parent_but_no_blocked_signals() {
     assert_eq!(ignored, bit(libc::SIGHUP), "SigIgn {ignored:#x}");
 }
 
-/// Makes `cmd` start with SIGTTIN and SIGTTOU ignored (as a supervisor that runs
-/// its jobs immune to terminal stops does).
-fn with_stops_ignored(cmd: &mut Command) -> &mut Command {
-    // SAFETY: the closure runs between fork and exec and calls only `signal`.
-    unsafe {
-        cmd.pre_exec(|| {
-            for sig in [libc::SIGTTIN, libc::SIGTTOU] {
-                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        })
-    }
-}
-
 #[test]
 fn stops_ignored_by_tandems_parent_stay_ignored_in_the_app() {
     // tandem ignores both itself; the app must get the parent's ignore, not a default.
     let mut cmd = tandem();
-    let (_, ignored) = app_sigblk_sigign(with_stops_ignored(&mut cmd));
+    // A supervisor that runs its jobs immune to terminal stops.
+    let (_, ignored) = app_sigblk_sigign(ignoring(&mut cmd, &[libc::SIGTTIN, libc::SIGTTOU]));
     let stops = bit(libc::SIGTTIN) | bit(libc::SIGTTOU);
     assert_eq!(ignored, stops, "SigIgn {ignored:#x}");
 }

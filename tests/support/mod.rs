@@ -95,6 +95,24 @@ pub fn default_signals(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
+/// Makes `cmd` start with `signals` ignored, as a parent that set them to SIG_IGN
+/// (a shell's `trap '' …`, a supervisor) leaves them. Runs after `default_signals`.
+pub fn ignoring<'a>(cmd: &'a mut Command, signals: &'static [i32]) -> &'a mut Command {
+    // SAFETY: the closure runs between fork and exec and calls only `signal`,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &sig in signals {
+                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// What a finished run produced.
 #[derive(Debug)]
 pub struct Out {
