@@ -13,16 +13,10 @@ use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
 use tandem::{act, child, quit, ready, reap, setup, termination};
 
-/// Run by the C runtime before Rust's runtime starts (glibc and musl alike run
-/// every `.init_array` entry before `main`'s): what tandem's parent left, and the
-/// fault signals taken before the runtime would take them (`signals::before_runtime`).
+/// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
 #[unsafe(link_section = ".init_array")]
-static BEFORE_RUNTIME: extern "C" fn() = before_runtime;
-
-extern "C" fn before_runtime() {
-    signals::before_runtime();
-}
+static BEFORE_RUNTIME: extern "C" fn() = signals::before_runtime;
 
 fn main() -> ExitCode {
     match lifecycle() {

@@ -162,7 +162,11 @@ static FAULTS_TAKEN_EARLY: AtomicBool = AtomicBool::new(false);
 /// its own run on the thread's stack, so the stacks were never used; they cost 10
 /// system calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
 /// dropped, as std's handler dropped it; a real fault kills tandem either way.
-pub fn before_runtime() {
+///
+/// `extern "C"` so the binary's `.init_array` entry can name it directly; it lives
+/// in the binary, not here, so tests and examples that link this library keep
+/// std's handlers.
+pub extern "C" fn before_runtime() {
     let start = at_start();
     let faults = [libc::SIGSEGV, libc::SIGBUS];
     if faults.iter().all(|&s| !start.ignored.contains(s))

@@ -151,6 +151,17 @@ pub(super) fn set_default(sig: i32) {
 
 /// Blocks `sigs` in the calling thread; threads started later inherit the mask.
 pub(super) fn block(sigs: impl IntoIterator<Item = i32>) -> io::Result<()> {
+    set_mask(libc::SIG_BLOCK, sigs)
+}
+
+/// Unblocks every signal in the calling thread; threads and children started
+/// later inherit the mask. Async-signal-safe.
+pub(super) fn set_mask_empty() -> io::Result<()> {
+    set_mask(libc::SIG_SETMASK, [])
+}
+
+/// `pthread_sigmask(how, sigs)`. Async-signal-safe (no allocation).
+fn set_mask(how: libc::c_int, sigs: impl IntoIterator<Item = i32>) -> io::Result<()> {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable sigset_t.
@@ -160,21 +171,7 @@ pub(super) fn block(sigs: impl IntoIterator<Item = i32>) -> io::Result<()> {
         unsafe { libc::sigaddset(&mut set, sig) };
     }
     // SAFETY: set is initialised; a null old mask is allowed.
-    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
-        0 => Ok(()),
-        err => Err(io::Error::from_raw_os_error(err)),
-    }
-}
-
-/// Unblocks every signal in the calling thread; threads and children started
-/// later inherit the mask. Async-signal-safe.
-pub(super) fn set_mask_empty() -> io::Result<()> {
-    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid, writable sigset_t.
-    unsafe { libc::sigemptyset(&mut set) };
-    // SAFETY: set is initialised; a null old mask is allowed.
-    match unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()) } {
+    match unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) } {
         0 => Ok(()),
         err => Err(io::Error::from_raw_os_error(err)),
     }

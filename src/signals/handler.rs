@@ -42,7 +42,7 @@ pub(super) fn self_pipe() -> io::Result<File> {
 }
 
 /// Installs the handler for `sig` with one `sigaction`, replacing whatever was
-/// there. Call after `self_pipe`.
+/// there. Until `self_pipe` has run, a sent signal is dropped (`WRITE` is -1).
 pub(super) fn install(sig: i32) -> io::Result<()> {
     // SAFETY: sigaction is plain data; zeroed is a valid value (empty mask).
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
