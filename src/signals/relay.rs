@@ -122,8 +122,14 @@ fn relay_forever(
         // or here, and relaying cannot go on.
         let pending = match delivery.poll_pending(&mut wake_up) {
             Ok(Some(pending)) => pending,
-            Ok(None) => return log::error!("the signal relay stopped: its pipe was closed"),
-            Err(e) => return log::error!("the signal relay stopped: {e}"),
+            Ok(None) => {
+                log::error!("the signal relay stopped: its pipe was closed");
+                return;
+            }
+            Err(e) => {
+                log::error!("the signal relay stopped: {e}");
+                return;
+            }
         };
         let carried = pending.filter(|info| Origin::of(info) != Origin::Tandem);
         for sig in carried.map(|info| info.si_signo).chain(fatal::take_sent()) {
