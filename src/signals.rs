@@ -5,14 +5,15 @@
 //!
 //! signal-hook's part: its registry installs and runs every handler, and its
 //! iterator backend (`SignalDelivery` with the `WithRawSiginfo` exfiltrator)
-//! carries each signal with its `siginfo_t` over a self-pipe to the relay thread.
+//! carries each signal with its `siginfo_t` over a self-pipe to the relay thread
+//! (`relay`), which knows where a signal goes right now.
+//!
 //! tandem's own parts, where signal-hook cannot do the job:
 //! - `fatal`: the action for SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV
 //!   and SIGSYS. Sent with `kill` they are relayed; raised by a real fault inside
 //!   tandem (or by its own abort) they take their default effect.
 //! - `origin`: who raised a signal, from its `siginfo_t`.
 //! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks.
-//! - `relay`: the thread, and where a signal goes right now.
 //! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
 //!   registry would otherwise chain to.
 
