@@ -20,7 +20,7 @@ ENVOY_DIR = target/envoy
 ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
-# The tests that run the real Envoy find it here (fake-sidecar/src/envoy.rs).
+# The tests that run the real Envoy find it here (tests/fake-sidecar/src/envoy.rs).
 unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
 # Linters for the CI files (lint-ci) and the manifests (manifests), pinned in
