@@ -127,10 +127,11 @@ unit: envoy
 real-envoy: envoy
 	$(CARGO) test --locked --test integration real_envoy::
 
-## test-musl: the unit and integration tests again on the libc that ships.
+## test-musl: the unit and integration tests, and the fake sidecar's own, again on
+## the libc that ships.
 test-musl: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
-	$(CARGO) test --locked --target $(NATIVE_MUSL)
+	$(CARGO) test --locked --target $(NATIVE_MUSL) -p tandem-sidecar -p fake-sidecar
 
 ## deps: the default build stays within DEPS_MAX crates and has no TLS crates.
 deps:
