@@ -48,3 +48,5 @@ mod support;
 mod termination;
 /// Ctrl-C and Ctrl-Z under a real pseudo-terminal (SPEC §4).
 mod tty;
+/// `--version` names the commit the binary was built from, `-dirty` and all.
+mod version;
