@@ -244,9 +244,9 @@ bench bench-smoke: bench-deps envoy
 	  $(CARGO) build --release --locked --bin tandem; \
 	  tandem=target/release/tandem; build='glibc release (no musl target)'; floor=; \
 	fi; \
-	$(CARGO) build --release --locked --example bench --example bench_probe; \
+	$(CARGO) build --release --locked --example bench_probe; \
 	mkdir -p target/bench; \
-	target/release/examples/bench --tandem "$$tandem" --build "$$build" $$floor \
+	$(CARGO) bench --locked --bench costs -- --tandem "$$tandem" --build "$$build" $$floor \
 	  --probe target/release/examples/bench_probe --out target/bench $(BENCH_FLAGS)
 
 bench-deps:

@@ -1,12 +1,12 @@
 //! `make bench`: what tandem costs its users, measured beside the floor.
 //!
 //! ```text
-//! bench --tandem PATH --probe PATH [--size-floor PATH] [--build TEXT]
-//!       [--out DIR] [--markdown PATH] [--smoke]
+//! cargo bench --bench costs -- --tandem PATH --probe PATH [--size-floor PATH]
+//!       [--build TEXT] [--out DIR] [--markdown PATH] [--smoke]
 //! ```
 //!
 //! Runs seven figures (size, peak RSS, start-up, readiness detection, release,
-//! signal relay, idle cost) with the fake sidecar (`fake-sidecar/`) in this
+//! signal relay, idle cost) with the fake sidecar (`tests/fake-sidecar`) in this
 //! process and `bench_probe` as the app, then prints one table: figure, tandem,
 //! floor, goal, met. Every timestamp is `CLOCK_MONOTONIC` nanoseconds, read by the
 //! fake (request arrival, the moment it turns ready), the probe (first instruction,
@@ -202,8 +202,8 @@ fn main() -> ExitCode {
         Err(message) => {
             eprintln!("bench: {message}");
             eprintln!(
-                "usage: bench --tandem PATH --probe PATH [--size-floor PATH] [--build TEXT] \
-                 [--out DIR] [--markdown PATH] [--smoke]"
+                "usage: cargo bench --bench costs -- --tandem PATH --probe PATH \
+                 [--size-floor PATH] [--build TEXT] [--out DIR] [--markdown PATH] [--smoke]"
             );
             return ExitCode::from(64);
         }
@@ -238,6 +238,8 @@ fn parse_args() -> Result<Args, String> {
             "--out" => parsed.out = value()?.into(),
             "--markdown" => parsed.markdown = Some(value()?.into()),
             "--smoke" => parsed.smoke = true,
+            // `cargo bench` adds it to the arguments after `--`.
+            "--bench" => {}
             _ => return Err(format!("unknown argument {arg:?}")),
         }
     }
