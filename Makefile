@@ -236,18 +236,19 @@ bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
 	   || timeout 120 rustup target add '$(TARGET)' >/dev/null 2>&1; then \
-	  $(CARGO) build --release --locked --target '$(TARGET)' --bin tandem --example bench_probe; \
+	  $(CARGO) build --release --locked --target '$(TARGET)' --bin tandem; \
+	  $(CARGO) build --release --locked --target '$(TARGET)' -p bench-probe; \
 	  tandem='target/$(TARGET)/release/tandem'; build='static, $(TARGET)'; \
-	  floor='--size-floor target/$(TARGET)/release/examples/bench_probe'; \
+	  floor='--size-floor target/$(TARGET)/release/bench-probe'; \
 	else \
 	  echo "bench: no $(TARGET) target here: measuring the glibc release build instead"; \
 	  $(CARGO) build --release --locked --bin tandem; \
 	  tandem=target/release/tandem; build='glibc release (no musl target)'; floor=; \
 	fi; \
-	$(CARGO) build --release --locked --example bench_probe; \
+	$(CARGO) build --release --locked -p bench-probe; \
 	mkdir -p target/bench; \
 	$(CARGO) bench --locked --bench costs -- --tandem "$$tandem" --build "$$build" $$floor \
-	  --probe target/release/examples/bench_probe --out target/bench $(BENCH_FLAGS)
+	  --probe target/release/bench-probe --out target/bench $(BENCH_FLAGS)
 
 bench-deps:
 	@missing=; \

@@ -7,11 +7,11 @@
 //!
 //! Runs seven figures (size, peak RSS, start-up, readiness detection, release,
 //! signal relay, idle cost) with the fake sidecar (`tests/fake-sidecar`) in this
-//! process and `bench_probe` as the app, then prints one table: figure, tandem,
-//! floor, goal, met. Every timestamp is `CLOCK_MONOTONIC` nanoseconds, read by the
-//! fake (request arrival, the moment it turns ready), the probe (first instruction,
-//! exit, signal handler) and this harness (kill, waitpid return), so they compare
-//! directly. `--smoke` is the short mode CI runs: few repetitions, no 30 s wait.
+//! process and `bench-probe` (`benches/probe`) as the app, then prints one table:
+//! figure, tandem, floor, goal, met. Every timestamp is `CLOCK_MONOTONIC`
+//! nanoseconds, read by the fake (request arrival, the moment it turns ready), the
+//! probe (first instruction, exit, signal handler) and this harness (kill, waitpid
+//! return), so they compare directly. `--smoke` is the short mode CI runs: few repetitions, no 30 s wait.
 //! Numbers are reported, never asserted: the exit status is non-zero only when a
 //! measurement could not be made at all.
 //!

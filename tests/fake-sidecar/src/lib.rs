@@ -1,7 +1,7 @@
 //! A scriptable fake sidecar admin server (Envoy, old Envoy, pilot-agent, Linkerd or
 //! a generic helper), std and libc only, listening on loopback: the one fake that
 //! tandem's integration tests, `make demo` (this crate's program, `src/main.rs`) and
-//! `make bench` (`examples/bench.rs`) share.
+//! `make bench` (`benches/costs/`) share.
 //!
 //! Each parsed request is logged (method, target, header fields, body, `Instant`
 //! and `CLOCK_MONOTONIC` nanoseconds) before its answer is delayed or sent, so
