@@ -110,7 +110,7 @@ impl ::log::Log for Facade {
 
     fn log(&self, record: &::log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            let text = without_userinfo(&record.args().to_string());
+            let text = crate::values::redact(&record.args().to_string());
             event(
                 Level::Debug,
                 format_args!("{}: {text}", record.target()),
@@ -120,25 +120,6 @@ impl ::log::Log for Facade {
     }
 
     fn flush(&self) {}
-}
-
-/// `text` with the `user:password@` of every URL in it removed (SPEC §8): a
-/// library's message may quote a URL anywhere, not only at its start.
-pub fn without_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        out.push_str(&rest[..i + 3]);
-        rest = &rest[i + 3..];
-        let end = rest
-            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '>')
-            .unwrap_or(rest.len());
-        if let Some(at) = rest[..end].rfind('@') {
-            rest = &rest[at + 1..];
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// True when lines at `level` are written.
@@ -345,17 +326,6 @@ pub fn human(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn userinfo_is_removed_from_every_url_in_a_message() {
-        assert_eq!(
-            without_userinfo("GET http://u:p@127.0.0.1:1/x then https://a@h/y"),
-            "GET http://127.0.0.1:1/x then https://h/y"
-        );
-        assert_eq!(without_userinfo("no url, a@b"), "no url, a@b");
-        assert_eq!(without_userinfo("http://h/p@q"), "http://h/p@q");
-        assert_eq!(without_userinfo("tail ://"), "tail ://");
-    }
 
     type Fields<'a> = &'a [(&'a str, Field<'a>)];
 

@@ -94,6 +94,32 @@ fn a_failed_quit_is_written_even_after_a_successful_app() {
     );
 }
 
+/// Issue 22: the `@` of this URL is in its query, so tandem contacts localhost on
+/// the closed port; the message names that URL as given, never 127.0.0.1 on the
+/// other port, a host tandem never asked.
+#[test]
+fn a_failed_quit_names_the_host_contacted_not_one_after_an_at_in_the_query() {
+    let path = log_path("query-at");
+    let url = format!(
+        "http://localhost:{}?@127.0.0.1:{}/x",
+        closed_port(),
+        closed_port()
+    );
+    let out = run(
+        tandem()
+            .env("TANDEM_TERMINATION_LOG", &path)
+            .env("GENERIC_QUIT_ENDPOINTS", &url)
+            .env("QUIT_REQUEST_TIMEOUT", "300ms")
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let text = read(&path);
+    assert_one_line(&text);
+    assert!(text.contains(&format!("quit POST {url} failed")), "{text}");
+    assert!(!text.contains("http://127.0.0.1"), "{text}");
+}
+
 #[test]
 fn a_bad_value_is_written_with_exit_64() {
     let path = log_path("64");
