@@ -11,13 +11,14 @@
 pub mod act;
 pub mod child;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod event;
 pub mod http;
 pub mod install;
 pub mod linkerd_await;
-pub mod log;
+pub mod logger;
 pub mod mesh;
 pub mod options;
 pub mod outcome;

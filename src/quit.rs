@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use crate::config::{PkillFallback, QuitConfig};
 use crate::http;
-use crate::log;
 use crate::outcome::Outcome;
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
@@ -67,7 +66,7 @@ pub fn warn_about_ignored(q: &QuitConfig) {
         ("ENVOY_KILL_API", &q.envoy_quit),
     ] {
         if let Some(url) = url {
-            log::warning!(
+            log::warn!(
                 "{name} {} takes effect only with ENVOY_ADMIN_API or --mesh istio|envoy",
                 url.redacted()
             );

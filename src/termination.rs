@@ -73,7 +73,7 @@ pub fn write(target: &Target, message: &str) {
     let file = OpenOptions::new().write(true).create(create).open(&path);
     let result = file.and_then(|mut f| {
         if f.metadata()?.len() > 0 {
-            crate::log::debug!(
+            log::debug!(
                 "{} is not empty: leaving the app's termination message",
                 path.display()
             );
@@ -82,7 +82,7 @@ pub fn write(target: &Target, message: &str) {
         f.write_all(line.as_bytes())
     });
     if let Err(e) = result {
-        crate::log::debug!("cannot write {}: {e}", path.display());
+        log::debug!("cannot write {}: {e}", path.display());
     }
 }
 

@@ -124,6 +124,19 @@ fn duration_unit_nanos(unit: &str) -> Option<u64> {
     }
 }
 
+/// A duration for the log: `850ms`, `1.2s`, `2m5.0s` (whole tenths, rounded down).
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    let tenths = ms % 1000 / 100;
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{}.{tenths}s", ms / 1000)
+    } else {
+        format!("{}m{}.{tenths}s", ms / 60_000, ms % 60_000 / 1000)
+    }
+}
+
 /// Parses `true`/`false`, `1`/`0`, `yes`/`no` in any case.
 ///
 /// Surrounding blanks are ignored: YAML manifests make them easy to add by accident.
@@ -770,6 +783,21 @@ mod tests {
             redact("see http://evil.example#@127.0.0.1 and http://u@h?@x"),
             "see http://evil.example#@127.0.0.1 and http://h?@x"
         );
+    }
+
+    #[test]
+    fn format_duration_rounds_down_to_tenths() {
+        for (ms, text) in [
+            (0, "0ms"),
+            (999, "999ms"),
+            (1000, "1.0s"),
+            (1234, "1.2s"),
+            (59_999, "59.9s"),
+            (60_000, "1m0.0s"),
+            (125_050, "2m5.0s"),
+        ] {
+            assert_eq!(format_duration(Duration::from_millis(ms)), text, "{ms} ms");
+        }
     }
 
     #[test]

@@ -9,7 +9,6 @@ use ureq::Agent;
 
 use super::hints::log_result;
 use crate::http;
-use crate::log;
 
 /// Which request of a [`Fanout`] ended, and how.
 pub(super) type Answer = (usize, Result<u16, http::Failure>);

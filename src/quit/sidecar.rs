@@ -12,7 +12,6 @@ use super::fanout::{Answer, post_one};
 use super::hints::log_result;
 use crate::config::PkillFallback;
 use crate::http;
-use crate::log;
 use crate::procfs;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
@@ -130,7 +129,7 @@ fn interrupt_pilot_agents() -> bool {
                 log::info!("sent SIGINT to pilot-agent (pid {pid})");
                 delivered = true;
             }
-            Err(e) => log::warning!("could not signal pilot-agent (pid {pid}): {e}"),
+            Err(e) => log::warn!("could not signal pilot-agent (pid {pid}): {e}"),
         }
     }
     delivered
