@@ -22,7 +22,6 @@ pub mod logger;
 pub mod mesh;
 pub mod options;
 pub mod outcome;
-pub mod procfs;
 pub mod quit;
 pub mod ready;
 pub mod reap;

@@ -3,11 +3,13 @@
 //! route, all within one deadline.
 //!
 //! This module decides (`plan`) and runs the phase (`send`); `fanout` carries the
-//! generic POSTs, `sidecar` the Istio/Envoy route, `hints` the log lines and what
-//! a user can set when a known sidecar refuses.
+//! generic POSTs, `sidecar` the Istio/Envoy route, `pilot_agent` the SIGINT found
+//! through `/proc`, `hints` the log lines and what a user can set when a known
+//! sidecar refuses.
 
 mod fanout;
 mod hints;
+mod pilot_agent;
 mod sidecar;
 
 use std::time::{Duration, Instant};

@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use super::SidecarStop;
 use super::fanout::{Answer, post_one};
 use super::hints::log_result;
+use super::{SidecarStop, pilot_agent};
 use crate::config::PkillFallback;
 use crate::http;
-use crate::procfs;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
 /// scan and a `kill`), at most a tenth of what is left.
@@ -107,30 +106,14 @@ fn stop_sidecar(
                 PkillFallback::Never => false,
             };
             // A pilot-agent that got the signal is stopped after all.
-            (!(signal && interrupt_pilot_agents())).then_some(failed)
+            (!(signal && pilot_agent::interrupt_all())).then_some(failed)
         }
         SidecarStop::SignalElseAdmin(url) => {
-            if fallback != PkillFallback::Never && interrupt_pilot_agents() {
+            if fallback != PkillFallback::Never && pilot_agent::interrupt_all() {
                 None
             } else {
                 post_one(agent, url, deadline).err().map(|(line, _)| line)
             }
         }
     }
-}
-
-/// SIGINTs every visible pilot-agent; true when one got the signal (one that
-/// vanished in between does not count, so the POST is still tried).
-fn interrupt_pilot_agents() -> bool {
-    let mut delivered = false;
-    for pid in procfs::find_pilot_agents() {
-        match procfs::interrupt(pid) {
-            Ok(()) => {
-                log::info!("sent SIGINT to pilot-agent (pid {pid})");
-                delivered = true;
-            }
-            Err(e) => log::warn!("could not signal pilot-agent (pid {pid}): {e}"),
-        }
-    }
-    delivered
 }
