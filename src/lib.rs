@@ -13,6 +13,7 @@ pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod deadline;
 pub mod error;
 pub mod event;
 pub mod http;

@@ -12,10 +12,10 @@ use ureq::Agent;
 
 use crate::config::{Check, ReadyConfig};
 use crate::event::{Channel, Event, Events, Sender};
-use crate::http;
 use crate::outcome::Outcome;
 use crate::signals::TERMINATING;
 use crate::values::format_duration;
+use crate::{deadline, http};
 
 /// How the wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,11 +117,9 @@ fn wait_until_ready(
         (None, Some(d)) => (Some(d), WaitEnd::TimedOut),
         (None, None) => (None, WaitEnd::Ready),
     };
+    let until = limit.and_then(|limit| start.checked_add(limit));
     let outcome = loop {
-        let event = match limit {
-            Some(limit) => events.recv_timeout(limit.saturating_sub(start.elapsed())),
-            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let event = deadline::recv_by(events, until);
         match event {
             Ok(Event::Ready) => break WaitEnd::Ready,
             Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => {
