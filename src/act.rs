@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use crate::cli::Action;
 use crate::error::{EX_SOFTWARE, EX_USAGE, Error};
 use crate::termination::{self, Target};
-use crate::{install, log, options};
+use crate::{install, options};
 
 /// Carries out `action` and says how tandem exits; a failed install is written
 /// to the termination log `term` (SPEC §7).

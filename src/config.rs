@@ -15,9 +15,11 @@ mod sources;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use log::LevelFilter;
+
 use crate::cli::Cli;
 use crate::error::Error;
-use crate::log::{self, Format, Level};
+use crate::logger::{self, Format};
 use crate::options;
 use crate::termination;
 use crate::values::{self, HttpUrl};
@@ -116,7 +118,7 @@ pub struct Config {
     /// Signal relay target. Default: child.
     pub forward_to: ForwardTo,
     /// Log level. Default: info.
-    pub log_level: Level,
+    pub log_level: LevelFilter,
     /// Log line format. Default: text.
     pub log_format: Format,
     /// Where the termination message goes. Default: `/dev/termination-log` if writable.
@@ -139,7 +141,7 @@ impl Config {
 /// in any other setting is then reported in the format the user asked for.
 pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Format {
     let src = Sources { cli, env };
-    src.parsed(&options::LOG_FORMAT, log::parse_format)
+    src.parsed(&options::LOG_FORMAT, logger::parse_format)
         .ok()
         .flatten()
         .unwrap_or(Format::Text)
@@ -170,8 +172,8 @@ pub fn termination_log_hint(
 /// Builds the configuration from the command line and an environment lookup (SPEC §2).
 pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config, Error> {
     let src = Sources { cli, env };
-    let log_level = src.parsed(&options::LOG, log::parse_level)?;
-    let log_format = src.parsed(&options::LOG_FORMAT, log::parse_format)?;
+    let log_level = src.parsed(&options::LOG, logger::parse_level)?;
+    let log_format = src.parsed(&options::LOG_FORMAT, logger::parse_format)?;
     let termination_log = src.parsed(&options::TERMINATION_LOG, termination::parse)?;
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
@@ -202,7 +204,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
         },
         quit,
         forward_to,
-        log_level: log_level.unwrap_or(Level::Info),
+        log_level: log_level.unwrap_or(LevelFilter::Info),
         log_format: log_format.unwrap_or(Format::Text),
         termination_log: termination_log.unwrap_or_default(),
         warnings,

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
 /// Set up, then run the mode asked for. `Err` means tandem is done before any
 /// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
 fn lifecycle() -> Result<Outcome, ExitCode> {
+    tandem::logger::init();
     // Handlers first, before any thread or child exists: the mask and dispositions
     // set there are what every later thread and the app inherit.
     let early = setup::early_termination_log();

@@ -2,7 +2,7 @@
 //! (SPEC §1, §4, §7): the app's code, 128+N for a signal, or tandem's own code.
 
 use crate::error::{EX_UNAVAILABLE, Error};
-use crate::log::{self, Field};
+use log::Level;
 
 /// How a run (or a `--wait-only` wait) ended.
 #[derive(Debug)]
@@ -46,21 +46,16 @@ impl Outcome {
     /// stays as quiet as the app alone (SPEC §8).
     pub fn log(&self, with_sidecars: bool) {
         let code = self.status();
-        let fields = [("code", Field::Int(i64::from(code)))];
         let level = if with_sidecars {
-            log::Level::Info
+            Level::Info
         } else {
-            log::Level::Debug
+            Level::Debug
         };
         match self {
-            Outcome::Exited(_) => {
-                log::event(level, format_args!("the app exited with {code}"), &fields)
+            Outcome::Exited(_) => log::log!(level, code; "the app exited with {code}"),
+            Outcome::Killed(sig) => {
+                log::log!(level, code; "the app was killed by signal {sig}: exiting with {code}")
             }
-            Outcome::Killed(sig) => log::event(
-                level,
-                format_args!("the app was killed by signal {sig}: exiting with {code}"),
-                &fields,
-            ),
             Outcome::Failed(e) => log::error!("{e}"),
             Outcome::Interrupted(_) | Outcome::NotReady(_) => {}
         }

@@ -12,10 +12,10 @@ use ureq::Agent;
 
 use crate::config::{Check, ReadyConfig};
 use crate::event::{Channel, Event, Events, Sender};
-use crate::http;
-use crate::log::{self, Field};
 use crate::outcome::Outcome;
 use crate::signals::TERMINATING;
+use crate::values::format_duration;
+use crate::{deadline, http};
 
 /// How the wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +60,8 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
     match end {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
-            let limit = log::human(cfg.wait_timeout.unwrap_or_default());
-            log::warning!(
+            let limit = format_duration(cfg.wait_timeout.unwrap_or_default());
+            log::warn!(
                 "sidecars not ready within {limit} (--wait-timeout/WAIT_FOR_ENVOY_TIMEOUT): starting the app anyway"
             );
             Ok(())
@@ -72,7 +72,7 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
             } else {
                 ""
             };
-            let limit = log::human(cfg.fail_timeout.unwrap_or_default());
+            let limit = format_duration(cfg.fail_timeout.unwrap_or_default());
             let line = format!(
                 "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
@@ -117,11 +117,9 @@ fn wait_until_ready(
         (None, Some(d)) => (Some(d), WaitEnd::TimedOut),
         (None, None) => (None, WaitEnd::Ready),
     };
+    let until = limit.and_then(|limit| start.checked_add(limit));
     let outcome = loop {
-        let event = match limit {
-            Some(limit) => events.recv_timeout(limit.saturating_sub(start.elapsed())),
-            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let event = deadline::recv_by(events, until);
         match event {
             Ok(Event::Ready) => break WaitEnd::Ready,
             Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => {
@@ -195,7 +193,7 @@ fn poll_until_ready(
         if Instant::now() >= next_progress {
             log::info!(
                 "still waiting after {} ({polls} polls): {}",
-                log::human(start.elapsed()),
+                format_duration(start.elapsed()),
                 describe(&probes, true)
             );
             next_progress += PROGRESS_EVERY;
@@ -208,17 +206,11 @@ fn poll_until_ready(
 
 /// The "ready" line, with how long it took.
 fn log_ready(waited: Duration, polls: u64) {
-    let int = |n: u128| Field::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    log::event(
-        log::Level::Info,
-        format_args!(
-            "sidecars ready after {} ({polls} polls)",
-            log::human(waited)
-        ),
-        &[
-            ("waited_ms", int(waited.as_millis())),
-            ("polls", int(u128::from(polls))),
-        ],
+    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+    log::info!(
+        waited_ms, polls;
+        "sidecars ready after {} ({polls} polls)",
+        format_duration(waited)
     );
 }
 

@@ -5,7 +5,6 @@
 use std::io;
 
 use crate::error::Error;
-use crate::log;
 use crate::outcome::Outcome;
 use crate::signals::Relay;
 use crate::terminal::JobControl;
@@ -19,9 +18,7 @@ pub fn become_subreaper() {
         let err = io::Error::last_os_error();
         // SAFETY: getpid takes nothing and returns a plain integer.
         if unsafe { libc::getpid() } != 1 {
-            log::warning!(
-                "could not become a child subreaper ({err}): orphans of the app go to init"
-            );
+            log::warn!("could not become a child subreaper ({err}): orphans of the app go to init");
         }
     }
 }

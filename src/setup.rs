@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use crate::cli::{self, Mode, Task};
 use crate::config::{self, Config};
 use crate::termination::Target;
-use crate::{act, linkerd_await, log, quit};
+use crate::{act, linkerd_await, logger, quit};
 
 /// The environment as `config` reads it.
 fn env(name: &str) -> Option<OsString> {
@@ -45,9 +45,9 @@ pub fn configure(
         Task::Missing => return Err(act::no_command(&term)),
     };
     // Until the configuration is read, errors are logged in the format asked for.
-    log::init(log::Level::Info, config::log_format_hint(&cli, &env));
+    logger::set(log::LevelFilter::Info, config::log_format_hint(&cli, &env));
     let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e, &term))?;
-    log::init(cfg.log_level, cfg.log_format);
+    logger::set(cfg.log_level, cfg.log_format);
     announce(&cfg);
     Ok((mode, cfg))
 }
@@ -55,11 +55,10 @@ pub fn configure(
 /// The start-up lines: settings with no effect, and linkerd-await's switch.
 fn announce(cfg: &Config) {
     for warning in &cfg.warnings {
-        log::event(log::Level::Warn, format_args!("{warning}"), &[]);
+        log::warn!("{warning}");
     }
     if let Some(var) = cfg.disabled_by {
-        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
-        log::event(log::Level::Info, why, &[]);
+        log::info!("{var} is set: waiting for nothing and stopping nothing");
     }
     quit::warn_about_ignored(&cfg.quit);
 }

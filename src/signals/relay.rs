@@ -15,7 +15,6 @@ use super::origin::Origin;
 use super::{AppSignals, FATAL, Signals, fatal, relayed};
 use crate::error::Error;
 use crate::event::{Event, Events, Sender};
-use crate::log;
 use crate::terminal::JobControl;
 
 /// Where a signal goes right now.
