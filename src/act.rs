@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::cli::Action;
 use crate::error::{EX_SOFTWARE, EX_USAGE, Error};
-use crate::termination::{self, Target};
+use crate::termination_message::{self, Target};
 use crate::{install, log, options};
 
 /// Carries out `action` and says how tandem exits; a failed install is written
@@ -31,7 +31,7 @@ pub fn no_command(term: &Target) -> ExitCode {
     const WHY: &str = "no COMMAND given (try --help)";
     log::error!("{WHY}");
     let _ = std::io::stderr().write_all(options::help().as_bytes());
-    termination::write(term, WHY);
+    termination_message::write(term, WHY);
     ExitCode::from(EX_USAGE)
 }
 
@@ -39,7 +39,7 @@ pub fn no_command(term: &Target) -> ExitCode {
 pub fn fail(e: &Error, term: &Target) -> ExitCode {
     let line = e.to_string();
     log::error!("{line}");
-    termination::write(term, &line);
+    termination_message::write(term, &line);
     ExitCode::from(e.exit_code())
 }
 

@@ -19,7 +19,7 @@ use crate::cli::Cli;
 use crate::error::Error;
 use crate::log::{self, Format, Level};
 use crate::options;
-use crate::termination;
+use crate::termination_message;
 use crate::values::{self, HttpUrl};
 use endpoints::Endpoints;
 use sources::{Sources, invalid, parse_with};
@@ -120,7 +120,7 @@ pub struct Config {
     /// Log line format. Default: text.
     pub log_format: Format,
     /// Where the termination message goes. Default: `/dev/termination-log` if writable.
-    pub termination_log: termination::Target,
+    pub termination_log: termination_message::Target,
     /// Warnings about settings that are valid but have no effect, to log once
     /// the log is set up. Default: none.
     pub warnings: Vec<String>,
@@ -151,7 +151,7 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
 pub fn termination_log_hint(
     cli: Option<&Cli>,
     env: &dyn Fn(&str) -> Option<OsString>,
-) -> termination::Target {
+) -> termination_message::Target {
     let empty;
     let cli = match cli {
         Some(cli) => cli,
@@ -161,7 +161,7 @@ pub fn termination_log_hint(
         }
     };
     let src = Sources { cli, env };
-    src.parsed(&options::TERMINATION_LOG, termination::parse)
+    src.parsed(&options::TERMINATION_LOG, termination_message::parse)
         .ok()
         .flatten()
         .unwrap_or_default()
@@ -172,7 +172,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let src = Sources { cli, env };
     let log_level = src.parsed(&options::LOG, log::parse_level)?;
     let log_format = src.parsed(&options::LOG_FORMAT, log::parse_format)?;
-    let termination_log = src.parsed(&options::TERMINATION_LOG, termination::parse)?;
+    let termination_log = src.parsed(&options::TERMINATION_LOG, termination_message::parse)?;
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
     let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, values::parse_duration)?;

@@ -29,5 +29,5 @@ pub mod resolve;
 pub mod setup;
 pub mod signals;
 pub mod terminal;
-pub mod termination;
+pub mod termination_message;
 pub mod values;

@@ -11,7 +11,7 @@ use tandem::event::{self, Channel};
 use tandem::outcome::Outcome;
 use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
-use tandem::{act, child, quit, ready, reap, setup, termination};
+use tandem::{act, child, quit, ready, reap, setup, termination_message};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -51,8 +51,10 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
         Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
     };
     // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).
-    if let Some(why) = termination::message(termination::reason(&outcome), quit_failed) {
-        termination::write(&cfg.termination_log, &why);
+    if let Some(why) =
+        termination_message::message(termination_message::reason(&outcome), quit_failed)
+    {
+        termination_message::write(&cfg.termination_log, &why);
     }
     Ok(outcome)
 }

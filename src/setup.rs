@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use crate::cli::{self, Mode, Task};
 use crate::config::{self, Config};
-use crate::termination::Target;
+use crate::termination_message::Target;
 use crate::{act, linkerd_await, log, quit};
 
 /// The environment as `config` reads it.

@@ -59,7 +59,7 @@ fn defaults() -> Config {
         forward_to: ForwardTo::Child,
         log_level: Level::Info,
         log_format: Format::Text,
-        termination_log: crate::termination::Target::Kubernetes,
+        termination_log: crate::termination_message::Target::Kubernetes,
         warnings: vec![],
         disabled_by: None,
     }
@@ -140,7 +140,7 @@ fn every_variable_is_read_and_has_its_effect() {
             )]
         }),
         ("TANDEM_TERMINATION_LOG", "off", |c| {
-            c.termination_log = crate::termination::Target::Off
+            c.termination_log = crate::termination_message::Target::Off
         }),
         ("SCUTTLE_LOGGING", "false", |c| c.log_level = Level::Warn),
         ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
