@@ -173,7 +173,7 @@ pub fn linkerd_await(data: &[u8]) {
 
 /// Splits `data` into arguments and variables, parses the arguments with `parse`
 /// and builds the configuration; any error must be a usage error.
-fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::error::Error>) {
+fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::exit::Error>) {
     let Some((&count, rest)) = data.split_first() else {
         return;
     };
@@ -195,9 +195,9 @@ fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::e
             .find(|(n, _)| n.as_slice() == name.as_bytes())
             .map(|(_, v)| v.clone())
     };
-    let check = |e: &tandem::error::Error| {
+    let check = |e: &tandem::exit::Error| {
         let line = e.to_string();
-        assert_eq!(e.exit_code(), tandem::error::EX_USAGE, "{line}");
+        assert_eq!(e.exit_code(), tandem::exit::EX_USAGE, "{line}");
         assert!(!line.is_empty(), "an empty error");
     };
     let cli = match parse(args) {

@@ -6,9 +6,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::Action;
-use crate::error::{EX_SOFTWARE, EX_USAGE, Error};
+use crate::exit::{EX_SOFTWARE, EX_USAGE};
 use crate::termination_message::{self, Target};
-use crate::{install, log, options};
+use crate::{exit, install, log, options};
 
 /// Carries out `action` and says how tandem exits; a failed install is written
 /// to the termination log `term` (SPEC §7).
@@ -21,7 +21,7 @@ pub fn act(action: &Action, term: &Target) -> ExitCode {
         Action::Version => print_stdout(&options::version()),
         Action::InstallTo(dir) => match install::install_to(dir) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(&e, term),
+            Err(e) => exit::fail(&e, term),
         },
     }
 }
@@ -33,14 +33,6 @@ pub fn no_command(term: &Target) -> ExitCode {
     let _ = std::io::stderr().write_all(options::help().as_bytes());
     termination_message::write(term, WHY);
     ExitCode::from(EX_USAGE)
-}
-
-/// Logs `e`, writes it to the termination log `term`, and exits with its code.
-pub fn fail(e: &Error, term: &Target) -> ExitCode {
-    let line = e.to_string();
-    log::error!("{line}");
-    termination_message::write(term, &line);
-    ExitCode::from(e.exit_code())
 }
 
 /// The only place tandem writes to stdout: what `--help` and `--version` print.

@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::error::Error;
+use crate::exit::Error;
 use crate::signals::AppSignals;
 use crate::terminal::JobControl;
 

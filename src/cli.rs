@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::error::Error;
+use crate::exit::Error;
 use crate::options::{self, Kind, Spec, TaskFlag};
 
 /// What tandem does once it is configured (SPEC §1).

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::cli::Cli;
-use crate::error::Error;
+use crate::exit::Error;
 use crate::log::{self, Format, Level};
 use crate::options;
 use crate::termination_message;

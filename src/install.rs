@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use crate::error::Error;
+use crate::exit::Error;
 
 /// Copies the running executable to `dir/tandem`, mode 0755.
 pub fn install_to(dir: &Path) -> Result<(), Error> {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::{self, Cli};
-use crate::error::Error;
+use crate::exit::Error;
 use crate::values;
 
 /// The name that selects this command line.

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use tandem::cli::Mode;
 use tandem::config::{Config, ForwardTo};
 use tandem::event::{self, Channel};
-use tandem::outcome::Outcome;
+use tandem::exit::{self, Outcome};
 use tandem::signals::{self, Relay};
 use tandem::terminal::JobControl;
-use tandem::{act, child, quit, ready, reap, setup, termination_message};
+use tandem::{child, quit, ready, reap, setup, termination_message};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -31,13 +31,13 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
     // Handlers first, before any thread or child exists: the mask and dispositions
     // set there are what every later thread and the app inherit.
     let early = setup::early_termination_log();
-    let signals = signals::register().map_err(|e| act::fail(&e, &early))?;
+    let signals = signals::register().map_err(|e| exit::fail(&e, &early))?;
     let (mode, cfg) = setup::configure(std::env::args_os(), &early)?;
     let channel = event::channel();
     // The relay thread is left to die with the process: a handler may write to its
     // pipe until the very end, and stopping it would only cost system calls.
     let relay = Relay::start(signals, channel.sender.clone())
-        .map_err(|e| act::fail(&e, &cfg.termination_log))?;
+        .map_err(|e| exit::fail(&e, &cfg.termination_log))?;
     let (outcome, quit_failed) = match &mode {
         Mode::WaitOnly => {
             let waited = ready::wait(&cfg.ready, &channel, false);
@@ -51,9 +51,7 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
         Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
     };
     // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).
-    if let Some(why) =
-        termination_message::message(termination_message::reason(&outcome), quit_failed)
-    {
+    if let Some(why) = termination_message::message(outcome.reason(), quit_failed) {
         termination_message::write(&cfg.termination_log, &why);
     }
     Ok(outcome)

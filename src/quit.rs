@@ -13,9 +13,9 @@ mod sidecar;
 use std::time::{Duration, Instant};
 
 use crate::config::{PkillFallback, QuitConfig};
+use crate::exit::Outcome;
 use crate::http;
 use crate::log;
-use crate::outcome::Outcome;
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
 

@@ -12,9 +12,9 @@ use ureq::Agent;
 
 use crate::config::{Check, ReadyConfig};
 use crate::event::{Channel, Event, Events, Sender};
+use crate::exit::Outcome;
 use crate::http;
 use crate::log::{self, Field};
-use crate::outcome::Outcome;
 use crate::signals::TERMINATING;
 
 /// How the wait ended.

@@ -4,9 +4,9 @@
 
 use std::io;
 
-use crate::error::Error;
+use crate::exit::Error;
+use crate::exit::Outcome;
 use crate::log;
-use crate::outcome::Outcome;
 use crate::signals::Relay;
 use crate::terminal::JobControl;
 

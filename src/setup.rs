@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use crate::cli::{self, Mode, Task};
 use crate::config::{self, Config};
 use crate::termination_message::Target;
-use crate::{act, linkerd_await, log, quit};
+use crate::{act, exit, linkerd_await, log, quit};
 
 /// The environment as `config` reads it.
 fn env(name: &str) -> Option<OsString> {
@@ -36,7 +36,7 @@ pub fn configure(
     } else {
         cli::parse(args)
     };
-    let mut cli = cli.map_err(|e| act::fail(&e, early))?;
+    let mut cli = cli.map_err(|e| exit::fail(&e, early))?;
     let term = config::termination_log_hint(Some(&cli), &env);
     // Taken out so the mode is owned; `config` reads only the option values.
     let mode = match std::mem::replace(&mut cli.task, Task::Missing) {
@@ -46,7 +46,7 @@ pub fn configure(
     };
     // Until the configuration is read, errors are logged in the format asked for.
     log::init(log::Level::Info, config::log_format_hint(&cli, &env));
-    let cfg = config::build(&cli, &env).map_err(|e| act::fail(&e, &term))?;
+    let cfg = config::build(&cli, &env).map_err(|e| exit::fail(&e, &term))?;
     log::init(cfg.log_level, cfg.log_format);
     announce(&cfg);
     Ok((mode, cfg))

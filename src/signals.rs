@@ -31,7 +31,7 @@ use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::Error;
+use crate::exit::Error;
 use disposition::{AtStart, at_start, set_default, set_mask_empty};
 use handler::{install, self_pipe};
 

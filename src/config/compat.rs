@@ -3,7 +3,7 @@
 
 use super::PkillFallback;
 use super::sources::{Sources, parse_with};
-use crate::error::Error;
+use crate::exit::Error;
 use crate::options;
 use crate::values;
 

@@ -3,7 +3,7 @@
 
 use super::Check;
 use super::sources::{Sources, invalid, parse_url, parse_with};
-use crate::error::Error;
+use crate::exit::Error;
 use crate::mesh::{self, Preset, Role};
 use crate::options;
 use crate::values::{self, HttpUrl};

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 
 use crate::cli::Cli;
-use crate::error::Error;
+use crate::exit::Error;
 use crate::options::Spec;
 use crate::values::{self, HttpUrl, Scheme};
 

@@ -8,8 +8,8 @@ use std::thread;
 
 use super::disposition::block;
 use super::{AppSignals, FAULTS, Signals, relayed};
-use crate::error::Error;
 use crate::event::{Event, Events, Sender};
+use crate::exit::Error;
 use crate::log;
 use crate::terminal::JobControl;
 
