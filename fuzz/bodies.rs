@@ -9,7 +9,8 @@ use std::net::{Shutdown, TcpListener};
 use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
-use tandem::values::{self, HttpUrl};
+use tandem::config::url::{HttpUrl, redact};
+use tandem::config::{boolean, duration};
 use tandem::{cli, config, http, ready};
 
 /// Go's largest duration: what `parse_duration` may return at most.
@@ -23,13 +24,13 @@ pub fn duration(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(d) = values::parse_duration(s) else {
+    let Ok(d) = duration::parse(s) else {
         return;
     };
     assert!(d.as_nanos() <= MAX_NANOS, "{s:?} → {d:?} beyond Go's range");
     assert!(!s.starts_with('-'), "{s:?} is negative but parsed");
     assert!(s.trim() == s, "{s:?} has blanks but parsed");
-    let again = values::parse_duration(&format!("{}ns", d.as_nanos()));
+    let again = duration::parse(&format!("{}ns", d.as_nanos()));
     assert_eq!(again, Ok(d), "{s:?} → {d:?} does not round-trip");
 }
 
@@ -39,7 +40,7 @@ pub fn boolean(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let got = values::parse_bool(s);
+    let got = boolean::parse(s);
     let word = s.trim().to_ascii_lowercase();
     let want = match word.as_str() {
         "true" | "1" | "yes" => Some(true),
@@ -47,7 +48,7 @@ pub fn boolean(data: &[u8]) {
         _ => None,
     };
     assert_eq!(got.ok(), want, "{s:?}");
-    assert_eq!(values::parse_bool(&s.to_ascii_uppercase()), got, "{s:?}");
+    assert_eq!(boolean::parse(&s.to_ascii_uppercase()), got, "{s:?}");
 }
 
 /// URLs: `redact` never panics; a parsed URL is local only for `localhost` or a
@@ -57,7 +58,7 @@ pub fn url(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let redacted = values::redact(s);
+    let redacted = redact(s);
     assert!(redacted.len() <= s.len(), "{s:?} grew when redacted");
     let Ok(url) = HttpUrl::parse(s) else {
         return;

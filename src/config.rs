@@ -6,11 +6,16 @@
 //!
 //! `sources` reads one setting (option, then variables) and shapes its errors;
 //! `endpoints` gathers the sidecar URLs and presets; `compat` holds the peers'
-//! variables that tandem validates but barely uses.
+//! variables that tandem validates but barely uses. The values' own syntax has a
+//! file each: `duration`, `boolean`, `url`, `list`.
 
+pub mod boolean;
 mod compat;
+pub mod duration;
 mod endpoints;
+pub mod list;
 mod sources;
+pub mod url;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -20,9 +25,9 @@ use crate::exit::Error;
 use crate::log::{self, Format, Level};
 use crate::options;
 use crate::termination_message;
-use crate::values::{self, HttpUrl};
 use endpoints::Endpoints;
 use sources::{Sources, invalid, parse_with};
+use url::HttpUrl;
 
 /// Default bound on the whole quit phase.
 const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -175,9 +180,9 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let termination_log = src.parsed(&options::TERMINATION_LOG, termination_message::parse)?;
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
-    let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, values::parse_duration)?;
-    let fail_timeout = src.parsed(&options::FAIL_TIMEOUT, values::parse_duration)?;
-    let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, values::parse_duration)?;
+    let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, duration::parse)?;
+    let fail_timeout = src.parsed(&options::FAIL_TIMEOUT, duration::parse)?;
+    let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, duration::parse)?;
     let poll_max = poll_max(&src)?;
     let forward_to = forward_to(&src)?;
     let mut checks = endpoints.checks();
@@ -244,7 +249,7 @@ fn poll_max(src: &Sources) -> Result<Duration, Error> {
     let Some(found) = src.get(&options::POLL_MAX)? else {
         return Ok(DEFAULT_POLL_MAX);
     };
-    let d = parse_with(&found, values::parse_duration)?;
+    let d = parse_with(&found, duration::parse)?;
     if d.is_zero() {
         return Err(invalid(
             found.name,

@@ -29,4 +29,3 @@ pub mod setup;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;
-pub mod values;

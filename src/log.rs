@@ -57,7 +57,7 @@ pub fn parse_level(s: &str) -> Result<Level, &'static str> {
     } else if is("debug") {
         Ok(Level::Debug)
     } else {
-        match crate::values::parse_bool(word) {
+        match crate::config::boolean::parse(word) {
             Ok(true) => Ok(Level::Info),
             Ok(false) => Ok(Level::Warn),
             Err(_) => Err("off, error, warn, info or debug (or true/false)"),

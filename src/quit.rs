@@ -159,7 +159,7 @@ mod tests {
     use std::collections::HashMap;
     use std::ffi::OsString;
 
-    use crate::values::HttpUrl;
+    use crate::config::url::HttpUrl;
 
     const GENERIC: &str = "http://127.0.0.1:8080/quit";
 

@@ -3,9 +3,9 @@
 
 use super::PkillFallback;
 use super::sources::{Sources, parse_with};
+use super::{boolean, duration, url};
 use crate::exit::Error;
 use crate::options;
-use crate::values;
 
 /// When pilot-agent gets SIGINT (`ISTIO_FALLBACK_PKILL`). `ALWAYS_KILL_ENVOY` is
 /// validated first, for compatibility only: stopping after a failure is already
@@ -14,7 +14,7 @@ pub(super) fn pkill_fallback(src: &Sources) -> Result<PkillFallback, Error> {
     src.flag_vars(&[options::ALWAYS_KILL_ENVOY])?;
     Ok(match src.var(&[options::ISTIO_FALLBACK_PKILL])? {
         None => PkillFallback::OnRefused,
-        Some(found) if parse_with(&found, values::parse_bool)? => PkillFallback::OnAnyFailure,
+        Some(found) if parse_with(&found, boolean::parse)? => PkillFallback::OnAnyFailure,
         Some(_) => PkillFallback::Never,
     })
 }
@@ -29,14 +29,14 @@ pub(super) fn no_effect_warnings(src: &Sources) -> Result<Vec<String>, Error> {
         };
         match item.shape {
             options::Shape::Bool => {
-                parse_with(&found, values::parse_bool)?;
+                parse_with(&found, boolean::parse)?;
             }
             options::Shape::Seconds => {
-                parse_with(&found, values::parse_seconds)?;
+                parse_with(&found, duration::parse_seconds)?;
             }
             options::Shape::Text => {}
         }
-        let shown = values::redact(&found.value);
+        let shown = url::redact(&found.value);
         warnings.push(format!(
             "{}={shown:?} has no effect: {}",
             item.var, item.why

@@ -915,7 +915,7 @@ fn no_text_makes_url_handling_panic() {
     let mut noise = Noise(0x2545_f491_4f6c_dd1d);
     for _ in 0..50_000 {
         let text = noise.text();
-        let _ = values::redact(&text);
+        let _ = url::redact(&text);
         if let Ok(url) = HttpUrl::parse(&text) {
             let _ = (url.is_local(), url.join("/ready"), url.with_port(15020));
             let redacted = url.redacted();
