@@ -5,7 +5,8 @@
 //! option and its variables.
 //!
 //! `sources` reads one setting (option, then variables) and shapes its errors;
-//! `endpoints` gathers the sidecar URLs and presets; `compat` holds the peers'
+//! `endpoints` gathers the sidecar URLs and fills in the `presets` (`--mesh`);
+//! `compat` holds the peers'
 //! variables that tandem validates but barely uses. The values' own syntax has a
 //! file each: `duration`, `boolean`, `url`, `list`.
 
@@ -14,6 +15,7 @@ mod compat;
 pub mod duration;
 mod endpoints;
 pub mod list;
+pub mod presets;
 mod sources;
 pub mod url;
 

@@ -18,7 +18,6 @@ pub mod http;
 pub mod install;
 pub mod linkerd_await;
 pub mod log;
-pub mod mesh;
 pub mod options;
 pub mod procfs;
 pub mod quit;

@@ -3,10 +3,10 @@
 
 use super::Check;
 use super::list;
+use super::presets::{self, Preset, Role};
 use super::sources::{Sources, invalid, parse_url, parse_with};
 use super::url::{self, HttpUrl};
 use crate::exit::Error;
-use crate::mesh::{self, Preset, Role};
 use crate::options;
 
 /// The sidecar URLs as set, with the `--mesh` presets filled in.
@@ -39,8 +39,8 @@ impl Endpoints {
         }
         for found in &src.list(&options::MESH)? {
             for name in list::split(&found.value) {
-                let preset = mesh::find(name).ok_or_else(|| {
-                    invalid(found.name, name, &format!("a preset: {}", mesh::NAMES))
+                let preset = presets::find(name).ok_or_else(|| {
+                    invalid(found.name, name, &format!("a preset: {}", presets::NAMES))
                 })?;
                 endpoints.add(preset, src)?;
             }

@@ -1,4 +1,4 @@
-//! The `--mesh` presets of SPEC §6, as a const table.
+//! The `--mesh` presets of SPEC §6 (`TANDEM_MESH`), as a const table.
 
 /// How a preset's endpoints join the configuration (SPEC §2, "Lists").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
