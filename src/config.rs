@@ -6,15 +6,14 @@
 //!
 //! `sources` reads one setting (option, then variables) and shapes its errors;
 //! `endpoints` gathers the sidecar URLs and fills in the `presets` (`--mesh`);
-//! `compat` holds the peers'
-//! variables that tandem validates but barely uses. The values' own syntax has a
+//! `peers` holds the peers' variables that have no option. The values' own syntax has a
 //! file each: `duration`, `boolean`, `url`, `list`.
 
 pub mod boolean;
-mod compat;
 pub mod duration;
 mod endpoints;
 pub mod list;
+pub mod peers;
 pub mod presets;
 mod sources;
 pub mod url;
@@ -189,9 +188,9 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let forward_to = forward_to(&src)?;
     let mut checks = endpoints.checks();
     let mut quit = quit_config(&src, endpoints, quit_timeout)?;
-    let warnings = compat::no_effect_warnings(&src)?;
+    let warnings = peers::no_effect_warnings(&src)?;
     // linkerd-await's switch: run the app as if tandem were not there.
-    let disabled = src.var(options::LINKERD_DISABLED)?;
+    let disabled = src.var(peers::LINKERD_DISABLED)?;
     if disabled.is_some() {
         checks.clear();
         quit = QuitConfig {
@@ -234,7 +233,7 @@ fn quit_config(
         generic_only: src.flag(&options::GENERIC_QUIT_ONLY)?,
         never_quit: src.flag(&options::NEVER_QUIT)?,
         keep_on_failure: src.flag(&options::KEEP_ON_FAILURE)?,
-        pkill_fallback: compat::pkill_fallback(src)?,
+        pkill_fallback: peers::pkill_fallback(src)?,
         generic: endpoints.generic,
         admin: endpoints.admin,
         istio_quit: endpoints.istio_quit,

@@ -3,16 +3,11 @@
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
 //! in `config` (or, for a task like `--wait-only`, a `TaskFlag` read by `cli`).
-//! `help` renders `--help` from the table; `compat` lists the peers' variables
-//! that have no option.
+//! `help` renders `--help` from the table (and `config::peers`, the peers'
+//! variables that have no option).
 
-mod compat;
 mod help;
 
-pub use compat::{
-    ALWAYS_KILL_ENVOY, COMPAT_HONOURED, GENERIC_READY_ENDPOINTS, ISTIO_FALLBACK_PKILL,
-    LINKERD_DISABLED, NO_EFFECT, NoEffect, Shape,
-};
 pub use help::{HELP_WIDTH, help, version};
 
 /// What an option takes and how often.

@@ -2,10 +2,10 @@
 //! explicit was (SPEC §2, §6).
 
 use super::Check;
-use super::list;
 use super::presets::{self, Preset, Role};
 use super::sources::{Sources, invalid, parse_url, parse_with};
 use super::url::{self, HttpUrl};
+use super::{list, peers};
 use crate::exit::Error;
 use crate::options;
 
@@ -32,7 +32,7 @@ impl Endpoints {
             generic: src.url_list(&options::QUIT)?,
         };
         // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
-        if let Some(found) = src.var(&[options::GENERIC_READY_ENDPOINTS])? {
+        if let Some(found) = src.var(&[peers::GENERIC_READY_ENDPOINTS])? {
             for item in list::split(&found.value) {
                 endpoints.ready.push(parse_url(&found, item)?);
             }

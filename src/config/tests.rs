@@ -24,7 +24,7 @@ fn all_variables() -> Vec<&'static str> {
     options::OPTIONS
         .iter()
         .flat_map(|spec| spec.vars.iter().copied())
-        .chain([options::ALWAYS_KILL_ENVOY])
+        .chain([peers::ALWAYS_KILL_ENVOY])
         .collect()
 }
 
@@ -136,7 +136,7 @@ fn every_variable_is_read_and_has_its_effect() {
         ("SCUTTLE_SLEEP_1", "3", |c| {
             c.warnings = vec![format!(
                 "SCUTTLE_SLEEP_1=\"3\" has no effect: {}",
-                crate::options::NO_EFFECT[2].why
+                peers::NO_EFFECT[2].why
             )]
         }),
         ("TANDEM_TERMINATION_LOG", "off", |c| {

@@ -1,7 +1,7 @@
 //! `--help` rendered from the option table, and the `--version` line.
 
 use super::OPTIONS;
-use super::compat::{COMPAT_HONOURED, NO_EFFECT};
+use crate::config::peers::{HONOURED, NO_EFFECT};
 
 /// Where the help text starts, after `  --name VALUE` and padding.
 pub(super) const HELP_COLUMN: usize = 24;
@@ -45,7 +45,7 @@ pub fn help() -> String {
     let mut honoured = String::from("Also read (no option):");
     let mut no_effect = String::from("Accepted with a warning that they have no effect:");
     for (text, vars) in [
-        (&mut honoured, COMPAT_HONOURED.to_vec()),
+        (&mut honoured, HONOURED.to_vec()),
         (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
     ] {
         for (i, var) in vars.iter().enumerate() {
