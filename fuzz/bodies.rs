@@ -169,7 +169,7 @@ pub fn config(data: &[u8]) {
 /// input format as [`config`]: translated into tandem's options, then configured,
 /// it builds or fails with a usage error.
 pub fn linkerd_await(data: &[u8]) {
-    configure(data, tandem::linkerd_await::parse);
+    configure(data, cli::linkerd_await::parse);
 }
 
 /// Splits `data` into arguments and variables, parses the arguments with `parse`

@@ -6,9 +6,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::Action;
+use crate::cli::help;
 use crate::exit::{EX_SOFTWARE, EX_USAGE};
 use crate::termination_message::{self, Target};
-use crate::{exit, install, log, options};
+use crate::{exit, install, log};
 
 /// Carries out `action` and says how tandem exits; a failed install is written
 /// to the termination log `term` (SPEC §7).
@@ -17,8 +18,8 @@ use crate::{exit, install, log, options};
 #[inline(never)]
 pub fn act(action: &Action, term: &Target) -> ExitCode {
     match action {
-        Action::Help => print_stdout(&options::help()),
-        Action::Version => print_stdout(&options::version()),
+        Action::Help => print_stdout(&help::help()),
+        Action::Version => print_stdout(&help::version()),
         Action::InstallTo(dir) => match install::install_to(dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => exit::fail(&e, term),
@@ -30,7 +31,7 @@ pub fn act(action: &Action, term: &Target) -> ExitCode {
 pub fn no_command(term: &Target) -> ExitCode {
     const WHY: &str = "no COMMAND given (try --help)";
     log::error!("{WHY}");
-    let _ = std::io::stderr().write_all(options::help().as_bytes());
+    let _ = std::io::stderr().write_all(help::help().as_bytes());
     termination_message::write(term, WHY);
     ExitCode::from(EX_USAGE)
 }

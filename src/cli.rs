@@ -1,12 +1,18 @@
-//! Command-line parsing: one lexopt loop, driven by the `options` table, turns the
-//! arguments into a raw `Cli`: the options as given, and the task they ask for.
-//! Values are validated later, in `config`, beside the variables.
+//! The command line (SPEC §1, §2): one lexopt loop, driven by the `options`
+//! table, turns the arguments into a raw `Cli`: the options as given, and the task
+//! they ask for. Values are validated later, in `config`, beside the variables.
+//! `help` renders `--help` and `--version`; `linkerd_await` translates
+//! linkerd-await's command line into tandem's.
+
+pub mod help;
+pub mod linkerd_await;
+pub mod options;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::exit::Error;
-use crate::options::{self, Kind, Spec, TaskFlag};
+use options::{Kind, Spec, TaskFlag};
 
 /// What tandem does once it is configured (SPEC §1).
 #[derive(Debug, PartialEq, Eq)]

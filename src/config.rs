@@ -22,9 +22,9 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::cli::Cli;
+use crate::cli::options;
 use crate::exit::Error;
 use crate::log::{self, Format, Level};
-use crate::options;
 use crate::termination_message;
 use endpoints::Endpoints;
 use sources::{Sources, invalid, parse_with};

@@ -6,10 +6,10 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use crate::cli::{self, Mode, Task};
+use crate::cli::{self, Mode, Task, linkerd_await};
 use crate::config::{self, Config};
 use crate::termination_message::Target;
-use crate::{act, exit, linkerd_await, log, quit};
+use crate::{act, exit, log, quit};
 
 /// The environment as `config` reads it.
 fn env(name: &str) -> Option<OsString> {

@@ -8,8 +8,9 @@
 //! After a deliberate change to `--help`: `SNAPSHOTS=overwrite cargo test docs::`.
 
 use crate::support::{RUN_TIMEOUT, run, tandem};
+use tandem::cli::help::HELP_WIDTH;
+use tandem::cli::options::OPTIONS;
 use tandem::config::peers;
-use tandem::options::{HELP_WIDTH, OPTIONS};
 
 /// The `--help` text, from the built binary.
 fn help() -> String {

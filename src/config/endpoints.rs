@@ -6,8 +6,8 @@ use super::presets::{self, Preset, Role};
 use super::sources::{Sources, invalid, parse_url, parse_with};
 use super::url::{self, HttpUrl};
 use super::{list, peers};
+use crate::cli::options;
 use crate::exit::Error;
-use crate::options;
 
 /// The sidecar URLs as set, with the `--mesh` presets filled in.
 pub(super) struct Endpoints {

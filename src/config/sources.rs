@@ -7,8 +7,8 @@ use super::duration::{self, EXPECTED_DURATION};
 use super::url::{self, EXPECTED_URL, HttpUrl, Scheme};
 use super::{boolean, list};
 use crate::cli::Cli;
+use crate::cli::options::Spec;
 use crate::exit::Error;
-use crate::options::Spec;
 
 /// A value found for a setting, with the name it was found under (for errors).
 pub(super) struct Found {

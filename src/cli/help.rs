@@ -1,6 +1,6 @@
 //! `--help` rendered from the option table, and the `--version` line.
 
-use super::OPTIONS;
+use super::options::OPTIONS;
 use crate::config::peers::{HONOURED, NO_EFFECT};
 
 /// Where the help text starts, after `  --name VALUE` and padding.
@@ -114,4 +114,35 @@ pub fn version() -> String {
         env!("CARGO_PKG_VERSION"),
         env!("TANDEM_COMMIT")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::options::Kind;
+
+    #[test]
+    fn help_names_every_option_and_each_takes_a_value_only_with_a_placeholder() {
+        let help = help();
+        for spec in OPTIONS {
+            assert!(help.contains(spec.name), "help lacks {}", spec.name);
+            let takes_value = matches!(spec.kind, Kind::Value | Kind::Repeated);
+            if !matches!(spec.kind, Kind::Task(_)) {
+                assert_eq!(takes_value, !spec.value.is_empty(), "{}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn help_lines_line_up_after_the_longest_option() {
+        let help = help();
+        let line = help
+            .lines()
+            .find(|l| l.starts_with("  --generic-quit-only"))
+            .unwrap();
+        assert_eq!(&line[HELP_COLUMN..HELP_COLUMN + 9], "only POST");
+        assert!(help.contains(
+            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]\n"
+        ));
+    }
 }

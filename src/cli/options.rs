@@ -6,10 +6,6 @@
 //! `help` renders `--help` from the table (and `config::peers`, the peers'
 //! variables that have no option).
 
-mod help;
-
-pub use help::{HELP_WIDTH, help, version};
-
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -261,7 +257,6 @@ pub fn find_short(letter: char) -> Option<&'static Spec> {
 
 #[cfg(test)]
 mod tests {
-    use super::help::HELP_COLUMN;
     use super::*;
 
     #[test]
@@ -286,30 +281,5 @@ mod tests {
                 assert!(spec.help.contains(var), "{}: help lacks {var}", spec.name);
             }
         }
-    }
-
-    #[test]
-    fn help_names_every_option_and_each_takes_a_value_only_with_a_placeholder() {
-        let help = help();
-        for spec in OPTIONS {
-            assert!(help.contains(spec.name), "help lacks {}", spec.name);
-            let takes_value = matches!(spec.kind, Kind::Value | Kind::Repeated);
-            if !matches!(spec.kind, Kind::Task(_)) {
-                assert_eq!(takes_value, !spec.value.is_empty(), "{}", spec.name);
-            }
-        }
-    }
-
-    #[test]
-    fn help_lines_line_up_after_the_longest_option() {
-        let help = help();
-        let line = help
-            .lines()
-            .find(|l| l.starts_with("  --generic-quit-only"))
-            .unwrap();
-        assert_eq!(&line[HELP_COLUMN..HELP_COLUMN + 9], "only POST");
-        assert!(help.contains(
-            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]\n"
-        ));
     }
 }
