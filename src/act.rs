@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::cli::Action;
+use crate::cli::Task;
 use crate::cli::help;
 use crate::exit::{EX_SOFTWARE, EX_USAGE};
 use crate::termination_message::{self, Target};
@@ -16,14 +16,17 @@ use crate::{exit, install, log};
 // Not inlined into `setup::configure`: its ~9 KiB frame (the install's copy
 // buffer) would then be on the stack of every run, two pages of peak RSS more.
 #[inline(never)]
-pub fn act(action: &Action, term: &Target) -> ExitCode {
-    match action {
-        Action::Help => print_stdout(&help::help()),
-        Action::Version => print_stdout(&help::version()),
-        Action::InstallTo(dir) => match install::install_to(dir) {
+pub fn act(task: &Task, term: &Target) -> ExitCode {
+    match task {
+        Task::Help => print_stdout(&help::help()),
+        Task::Version => print_stdout(&help::version()),
+        Task::InstallTo(dir) => match install::install_to(dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => exit::fail(&e, term),
         },
+        Task::NoCommand => no_command(term),
+        // Configured and run by `main`.
+        Task::Run(..) | Task::WaitOnly | Task::QuitOnly => ExitCode::SUCCESS,
     }
 }
 

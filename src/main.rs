@@ -5,7 +5,7 @@
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
-use tandem::cli::Mode;
+use tandem::cli::Task;
 use tandem::config::{Config, ForwardTo};
 use tandem::event::{self, Channel};
 use tandem::exit::{self, Outcome};
@@ -39,16 +39,20 @@ fn lifecycle() -> Result<Outcome, ExitCode> {
     let relay = Relay::start(signals, channel.sender.clone())
         .map_err(|e| exit::fail(&e, &cfg.termination_log))?;
     let (outcome, quit_failed) = match &mode {
-        Mode::WaitOnly => {
+        Task::WaitOnly => {
             let waited = ready::wait(&cfg.ready, &channel, false);
             (waited.err().unwrap_or(Outcome::Exited(0)), None)
         }
-        Mode::QuitOnly => {
+        Task::QuitOnly => {
             let done = Outcome::Exited(0);
             let quit_failed = quit::after(&cfg.quit, &done);
             (done, quit_failed)
         }
-        Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
+        Task::Run(command, args) => run(&cfg, &relay, &channel, command, args),
+        // Done by `setup::configure`.
+        Task::InstallTo(_) | Task::Help | Task::Version | Task::NoCommand => {
+            return Ok(Outcome::Exited(0));
+        }
     };
     // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).
     if let Some(why) = termination_message::message(outcome.reason(), quit_failed) {

@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use crate::cli::{self, Mode, Task, linkerd_await};
+use crate::cli::{self, Task, linkerd_await};
 use crate::config::{self, Config};
 use crate::termination_message::Target;
 use crate::{act, exit, log, quit};
@@ -30,7 +30,7 @@ pub fn early_termination_log() -> Target {
 pub fn configure(
     mut args: impl Iterator<Item = OsString>,
     early: &Target,
-) -> Result<(Mode, Config), ExitCode> {
+) -> Result<(Task, Config), ExitCode> {
     let cli = if linkerd_await::invoked_as(args.next().as_deref()) {
         linkerd_await::parse(args)
     } else {
@@ -39,10 +39,9 @@ pub fn configure(
     let mut cli = cli.map_err(|e| exit::fail(&e, early))?;
     let term = config::termination_log_hint(Some(&cli), &env);
     // Taken out so the mode is owned; `config` reads only the option values.
-    let mode = match std::mem::replace(&mut cli.task, Task::Missing) {
-        Task::Mode(mode) => mode,
-        Task::Act(action) => return Err(act::act(&action, &term)),
-        Task::Missing => return Err(act::no_command(&term)),
+    let mode = match std::mem::replace(&mut cli.task, Task::NoCommand) {
+        mode @ (Task::Run(..) | Task::WaitOnly | Task::QuitOnly) => mode,
+        task => return Err(act::act(&task, &term)),
     };
     // Until the configuration is read, errors are logged in the format asked for.
     log::init(log::Level::Info, config::log_format_hint(&cli, &env));

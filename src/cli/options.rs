@@ -2,9 +2,13 @@
 //! error messages name and `config` reads (with the option's variables) (SPEC §1, §2).
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
-//! in `config` (or, for a task like `--wait-only`, a `TaskFlag` read by `cli`).
+//! in `config` (or, for a task like `--wait-only`, its `Task`).
 //! `help` renders `--help` from the table (and `config::peers`, the peers'
 //! variables that have no option).
+
+use std::path::PathBuf;
+
+use super::Task;
 
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,23 +19,8 @@ pub enum Kind {
     Value,
     /// One value each time, all kept in order: `--quit URL`.
     Repeated,
-    /// Chooses what tandem does instead of running COMMAND (`cli::Task`).
-    Task(TaskFlag),
-}
-
-/// The options that choose a task instead of running COMMAND.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskFlag {
-    /// `--wait-only`
-    WaitOnly,
-    /// `--quit-only`
-    QuitOnly,
-    /// `--install-to DIR`
-    InstallTo,
-    /// `--help`
-    Help,
-    /// `--version`
-    Version,
+    /// Chooses what tandem does instead of running COMMAND.
+    Task(&'static Task),
 }
 
 /// One row of the option table.
@@ -193,23 +182,28 @@ pub const TERMINATION_LOG: Spec = Spec {
     ..Spec::new("--termination-log", Kind::Value)
 };
 /// `--wait-only`
-pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(TaskFlag::WaitOnly));
+pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(&Task::WaitOnly));
 /// `--quit-only`
-pub const QUIT_ONLY: Spec = Spec::new("--quit-only", Kind::Task(TaskFlag::QuitOnly));
+pub const QUIT_ONLY: Spec = Spec::new("--quit-only", Kind::Task(&Task::QuitOnly));
 /// `--install-to DIR`
 pub const INSTALL_TO: Spec = Spec {
+    name: "--install-to",
+    short: None,
+    // The row's directory stays empty: `cli` puts the option's value in its place.
+    kind: Kind::Task(&Task::InstallTo(PathBuf::new())),
     value: "DIR",
-    ..Spec::new("--install-to", Kind::Task(TaskFlag::InstallTo))
+    vars: &[],
+    help: "",
 };
 /// `--help`, `-h`
 pub const HELP: Spec = Spec {
     short: Some('h'),
-    ..Spec::new("--help", Kind::Task(TaskFlag::Help))
+    ..Spec::new("--help", Kind::Task(&Task::Help))
 };
 /// `--version`, `-V`
 pub const VERSION: Spec = Spec {
     short: Some('V'),
-    ..Spec::new("--version", Kind::Task(TaskFlag::Version))
+    ..Spec::new("--version", Kind::Task(&Task::Version))
 };
 
 /// Every option, in `--help` order.
