@@ -9,9 +9,12 @@ pub mod linkerd_await;
 pub mod options;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use crate::exit::Error;
+use crate::exit::{self, Error};
+use crate::termination_message::Target;
 use options::{Kind, Spec};
 
 /// What tandem does, as the command line asks (SPEC §1).
@@ -69,6 +72,24 @@ impl Cli {
             .filter(move |(name, _)| *name == wanted)
             .filter_map(|(_, value)| value.as_ref())
     }
+}
+
+/// Reads the process's arguments, the program name first: linkerd-await's command
+/// line when invoked by that name (SPEC §2), tandem's otherwise.
+pub fn read(mut args: impl Iterator<Item = OsString>) -> Result<Cli, Error> {
+    if linkerd_await::invoked_as(args.next().as_deref()) {
+        linkerd_await::parse(args)
+    } else {
+        parse(args)
+    }
+}
+
+/// Neither a COMMAND nor a task option: the error, told as any failure is (to
+/// the termination message `told`), then the usage on stderr; exit 64 (SPEC §1).
+pub fn no_command(told: &Target) -> ExitCode {
+    let exit = exit::fail(&Error::Usage("no COMMAND given (try --help)".into()), told);
+    let _ = std::io::stderr().write_all(help::help().as_bytes());
+    exit
 }
 
 /// Parses the arguments after the program name (SPEC §1).

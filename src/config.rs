@@ -141,6 +141,28 @@ impl Config {
     }
 }
 
+/// The process's environment, as `read` and the hints look variables up.
+pub fn env(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The configuration of this process, from `cli` and the environment, with the
+/// log set up by it (until then, errors are logged in the format asked for); the
+/// start-up warnings follow (SPEC §2, §8).
+pub fn read(cli: &Cli) -> Result<Config, Error> {
+    log::init(Level::Info, log_format_hint(cli, &env));
+    let cfg = build(cli, &env)?;
+    log::init(cfg.log_level, cfg.log_format);
+    for warning in &cfg.warnings {
+        log::event(Level::Warn, format_args!("{warning}"), &[]);
+    }
+    if let Some(var) = cfg.disabled_by {
+        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
+        log::event(Level::Info, why, &[]);
+    }
+    Ok(cfg)
+}
+
 /// The log format as configured, or text where it is missing or invalid: an error
 /// in any other setting is then reported in the format the user asked for.
 pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Format {

@@ -150,6 +150,16 @@ pub fn fail(e: &Error, told: &Target) -> ExitCode {
     ExitCode::from(e.exit_code())
 }
 
+/// The end of a configured task: tells why tandem ended the run, if it was for a
+/// reason of its own or a sidecar quit failed, to `told` (SPEC §7), and gives the
+/// exit status.
+pub fn finish(outcome: &Outcome, quit_failed: Option<String>, told: &Target) -> ExitCode {
+    if let Some(why) = termination_message::message(outcome.reason(), quit_failed) {
+        termination_message::write(told, &why);
+    }
+    ExitCode::from(outcome.status())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

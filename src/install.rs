@@ -6,11 +6,22 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::process::ExitCode;
 
-use crate::exit::Error;
+use crate::exit::{self, Error};
+use crate::termination_message::Target;
+
+/// Copies the running executable to `dir/tandem`; a failure exits 73 and is told
+/// to the termination message `told` (SPEC §1, §7).
+pub fn install_to(dir: &Path, told: &Target) -> ExitCode {
+    match copy_to(dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit::fail(&e, told),
+    }
+}
 
 /// Copies the running executable to `dir/tandem`, mode 0755.
-pub fn install_to(dir: &Path) -> Result<(), Error> {
+fn copy_to(dir: &Path) -> Result<(), Error> {
     let dest = dir.join("tandem");
     let temp = dir.join(format!(".tandem.{}.tmp", std::process::id()));
     let fail = |what: &str, e: io::Error| Error::Install(format!("{what} {}", dest.display()), e);

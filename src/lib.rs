@@ -8,7 +8,6 @@
 // (For src only until tests/ and examples/ follow; then it moves to Cargo.toml.)
 #![deny(clippy::multiple_unsafe_ops_per_block)]
 
-pub mod act;
 pub mod child;
 pub mod cli;
 pub mod config;
@@ -22,7 +21,6 @@ pub mod quit;
 pub mod ready;
 pub mod reap;
 pub mod resolve;
-pub mod setup;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;

@@ -83,6 +83,14 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
     }
 }
 
+/// `--wait-only` (SPEC §1): the same wait, with nothing to start after it; done
+/// (exit 0) when ready or after `--wait-timeout`.
+pub fn wait_only(cfg: &ReadyConfig, channel: &Channel) -> Outcome {
+    wait(cfg, channel, false)
+        .err()
+        .unwrap_or(Outcome::Exited(0))
+}
+
 /// Polls until every check passes or the wait is cut short.
 fn wait_until_ready(
     cfg: &ReadyConfig,

@@ -1,7 +1,12 @@
-//! `--help` rendered from the option table, and the `--version` line.
+//! `--help` rendered from the option table, the `--version` line, and `print`,
+//! the only place tandem writes to stdout (SPEC §1).
+
+use std::io::Write;
+use std::process::ExitCode;
 
 use super::options::OPTIONS;
 use crate::config::peers::{HONOURED, NO_EFFECT};
+use crate::exit::EX_SOFTWARE;
 
 /// Where the help text starts, after `  --name VALUE` and padding.
 pub(super) const HELP_COLUMN: usize = 24;
@@ -106,6 +111,16 @@ Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
 Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
 --timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
 ";
+
+/// Prints `text` to stdout, for `--help` and `--version`: exit 0, or 70 when
+/// stdout cannot take it.
+pub fn print(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(EX_SOFTWARE),
+    }
+}
 
 /// The `--version` line: the version and the commit built from (build.rs).
 pub fn version() -> String {
