@@ -94,7 +94,7 @@ pub fn url(data: &[u8]) {
 /// `/server_info`: the state read from any body is a slice of it without quotes.
 pub fn server_info(data: &[u8]) {
     let body = String::from_utf8_lossy(data);
-    if let Some(state) = ready::json_state(&body) {
+    if let Some(state) = ready::poller::json_state(&body) {
         assert!(!state.contains('"'), "{body:?} → {state:?}");
         assert!(body.contains(state), "{body:?} → {state:?}");
     }
