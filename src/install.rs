@@ -3,7 +3,7 @@
 //! so no partial file is ever left behind (SPEC §1).
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
@@ -58,7 +58,9 @@ fn create_new(temp: &Path) -> io::Result<File> {
 /// Copies `/proc/self/exe` into `file` and makes it 0755 through the handle, so
 /// no path is looked up again.
 fn copy_exe_into(mut file: File) -> io::Result<()> {
-    let mut exe = File::open("/proc/self/exe")?;
-    io::copy(&mut exe, &mut file)?;
+    // Read whole, into the heap: a copy buffer on the stack would sit in the frame
+    // of `main`, where every run's calls are made, and not only under --install-to.
+    let exe = fs::read("/proc/self/exe")?;
+    file.write_all(&exe)?;
     file.set_permissions(fs::Permissions::from_mode(0o755))
 }

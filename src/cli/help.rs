@@ -36,7 +36,6 @@ pub fn help() -> String {
         for (i, line) in lines.iter().enumerate() {
             let lead = if i == 0 { lead.as_str() } else { "" };
             out.push_str(lead);
-            // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
             out.extend(std::iter::repeat_n(
                 ' ',
                 HELP_COLUMN.saturating_sub(lead.len()),
