@@ -1,7 +1,7 @@
 //! The command line (SPEC §1, §2): one lexopt loop, driven by the `options`
-//! table, turns the arguments into a raw `Cli`: the options as given, and the task
-//! they ask for. Values are validated later, in `config`, beside the variables.
-//! `help` renders `--help` and `--version`; `linkerd_await` translates
+//! table, turns the arguments into a raw `Cli`: the options as given, and the one
+//! `Task` they ask for. Values are validated later, in `config`, beside the
+//! variables. `help` renders `--help` and `--version`; `linkerd_await` translates
 //! linkerd-await's command line into tandem's.
 
 pub mod help;

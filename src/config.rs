@@ -1,13 +1,13 @@
-//! Turns the raw command line and the environment into a validated `Config`,
-//! applying every rule of SPEC §2: option over variable, presets, precedence,
-//! and "bad values are errors". No I/O: the environment is passed in as a lookup.
-//! Each setting is read through its row of the `options` table, which names the
-//! option and its variables.
+//! The configuration (SPEC §2): the raw command line (`cli`) and the environment
+//! turned into a validated `Config` by every rule: option over variable, presets,
+//! precedence, and "bad values are errors". `build` does no I/O (the environment
+//! is a lookup, for tests and fuzzers); `read` is the process's, and sets up the log.
 //!
-//! `sources` reads one setting (option, then variables) and shapes its errors;
-//! `endpoints` gathers the sidecar URLs and fills in the `presets` (`--mesh`);
-//! `peers` holds the peers' variables that have no option. The values' own syntax has a
-//! file each: `duration`, `boolean`, `url`, `list`.
+//! Each setting is read through its row of the option table (`cli::options`) by
+//! `sources`, which also shapes every bad-value message; `endpoints` gathers the
+//! sidecar URLs and fills in the `presets` (`--mesh`); `peers` holds the peers'
+//! variables that have no option. Each kind of value has its file: `duration`,
+//! `boolean`, `url`, `list`.
 
 pub mod boolean;
 pub mod duration;
@@ -21,8 +21,7 @@ pub mod url;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::cli::Cli;
-use crate::cli::options;
+use crate::cli::{Cli, options};
 use crate::exit::Error;
 use crate::log::{self, Format, Level};
 use crate::termination_message;

@@ -1,4 +1,4 @@
-//! tandem's library: every phase of the lifecycle that `main.rs` tells, one module
+//! tandem's library: every step of the lifecycle that `main.rs` tells, one module
 //! each (ARCHITECTURE.md says which owns what). The binary is `main.rs`; the
 //! library exists so tests, fuzzers and docs can read the option table and the
 //! parsers directly.

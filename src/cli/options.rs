@@ -2,9 +2,8 @@
 //! error messages name and `config` reads (with the option's variables) (SPEC §1, §2).
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
-//! in `config` (or, for a task like `--wait-only`, its `Task`).
-//! `help` renders `--help` from the table (and `config::peers`, the peers'
-//! variables that have no option).
+//! in `config` (or, for a task like `--wait-only`, its `Task`). The peers'
+//! variables that have no option are `config::peers`'.
 
 use std::path::PathBuf;
 
