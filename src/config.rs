@@ -21,9 +21,11 @@ pub mod url;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use log::LevelFilter;
+
 use crate::cli::{Cli, options};
 use crate::exit::Error;
-use crate::log::{self, Format, Level};
+use crate::logger::{self, Format};
 use crate::termination_message;
 use endpoints::Endpoints;
 use sources::{Sources, invalid, parse_with};
@@ -121,7 +123,7 @@ pub struct Config {
     /// Signal relay target. Default: child.
     pub forward_to: ForwardTo,
     /// Log level. Default: info.
-    pub log_level: Level,
+    pub log_level: LevelFilter,
     /// Log line format. Default: text.
     pub log_format: Format,
     /// Where the termination message goes. Default: `/dev/termination-log` if writable.
@@ -149,15 +151,14 @@ pub fn env(name: &str) -> Option<OsString> {
 /// log set up by it (until then, errors are logged in the format asked for); the
 /// start-up warnings follow (SPEC §2, §8).
 pub fn read(cli: &Cli) -> Result<Config, Error> {
-    log::init(Level::Info, log_format_hint(cli, &env));
+    logger::set(LevelFilter::Info, log_format_hint(cli, &env));
     let cfg = build(cli, &env)?;
-    log::init(cfg.log_level, cfg.log_format);
+    logger::set(cfg.log_level, cfg.log_format);
     for warning in &cfg.warnings {
-        log::event(Level::Warn, format_args!("{warning}"), &[]);
+        log::warn!("{warning}");
     }
     if let Some(var) = cfg.disabled_by {
-        let why = format_args!("{var} is set: waiting for nothing and stopping nothing");
-        log::event(Level::Info, why, &[]);
+        log::info!("{var} is set: waiting for nothing and stopping nothing");
     }
     Ok(cfg)
 }
@@ -166,7 +167,7 @@ pub fn read(cli: &Cli) -> Result<Config, Error> {
 /// in any other setting is then reported in the format the user asked for.
 pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Format {
     let src = Sources { cli, env };
-    src.parsed(&options::LOG_FORMAT, log::parse_format)
+    src.parsed(&options::LOG_FORMAT, logger::parse_format)
         .ok()
         .flatten()
         .unwrap_or(Format::Text)
@@ -197,8 +198,8 @@ pub fn termination_log_hint(
 /// Builds the configuration from the command line and an environment lookup (SPEC §2).
 pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config, Error> {
     let src = Sources { cli, env };
-    let log_level = src.parsed(&options::LOG, log::parse_level)?;
-    let log_format = src.parsed(&options::LOG_FORMAT, log::parse_format)?;
+    let log_level = src.parsed(&options::LOG, logger::parse_level)?;
+    let log_format = src.parsed(&options::LOG_FORMAT, logger::parse_format)?;
     let termination_log = src.parsed(&options::TERMINATION_LOG, termination_message::parse)?;
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
@@ -229,7 +230,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
         },
         quit,
         forward_to,
-        log_level: log_level.unwrap_or(Level::Info),
+        log_level: log_level.unwrap_or(LevelFilter::Info),
         log_format: log_format.unwrap_or(Format::Text),
         termination_log: termination_log.unwrap_or_default(),
         warnings,

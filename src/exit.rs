@@ -7,8 +7,8 @@ use std::fmt;
 use std::io;
 use std::process::ExitCode;
 
-use crate::log::{self, Field};
 use crate::termination_message::{self, Target};
+use log::Level;
 
 /// Bad usage or configuration (sysexits `EX_USAGE`).
 pub const EX_USAGE: u8 = 64;
@@ -120,21 +120,16 @@ impl Outcome {
     /// stays as quiet as the app alone (SPEC §8).
     pub fn log(&self, with_sidecars: bool) {
         let code = self.status();
-        let fields = [("code", Field::Int(i64::from(code)))];
         let level = if with_sidecars {
-            log::Level::Info
+            Level::Info
         } else {
-            log::Level::Debug
+            Level::Debug
         };
         match self {
-            Outcome::Exited(_) => {
-                log::event(level, format_args!("the app exited with {code}"), &fields)
+            Outcome::Exited(_) => log::log!(level, code; "the app exited with {code}"),
+            Outcome::Killed(sig) => {
+                log::log!(level, code; "the app was killed by signal {sig}: exiting with {code}")
             }
-            Outcome::Killed(sig) => log::event(
-                level,
-                format_args!("the app was killed by signal {sig}: exiting with {code}"),
-                &fields,
-            ),
             Outcome::Failed(e) => log::error!("{e}"),
             Outcome::Interrupted(_) | Outcome::NotReady(_) => {}
         }

@@ -45,7 +45,7 @@ pub fn agent() -> Agent {
 
 /// A plain TCP connection, wrapped in TLS with the `rustls` feature. Not ureq's
 /// default chain: its SOCKS warning and HTTP CONNECT proxy stages never apply
-/// (`proxy(None)`), and they cost the static binary ~10 KB.
+/// (`proxy(None)`).
 #[cfg(not(feature = "rustls"))]
 fn connector() -> impl Connector<(), Out = impl Transport> {
     TcpConnector::default()
@@ -72,8 +72,8 @@ pub fn get_status(agent: &Agent, url: &str) -> Result<u16, Failure> {
         .with_config()
         .limit(DRAIN_LIMIT)
         .reader();
-    // A small chunk, not `io::copy`'s 8 KiB stack buffer: the poller's stack stays
-    // two pages smaller, and an admin answer is a few bytes.
+    // A small chunk, not `io::copy`'s buffer: an admin answer is a few bytes, and
+    // a larger buffer would only grow the poller's stack.
     let mut chunk = [0u8; 512];
     loop {
         match body.read(&mut chunk) {

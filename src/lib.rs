@@ -10,13 +10,14 @@
 
 pub mod child;
 pub mod cli;
+pub mod clock;
 pub mod config;
+pub mod deadline;
 pub mod event;
 pub mod exit;
 pub mod http;
 pub mod install;
-pub mod log;
-pub mod procfs;
+pub mod logger;
 pub mod quit;
 pub mod ready;
 pub mod reap;

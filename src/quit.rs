@@ -3,11 +3,13 @@
 //! route, all within one deadline.
 //!
 //! This module decides (`plan`) and runs the phase (`send`); `fanout` carries the
-//! generic POSTs, `sidecar` the Istio/Envoy route, `hints` the log lines and what
-//! a user can set when a known sidecar refuses.
+//! generic POSTs, `sidecar` the Istio/Envoy route, `pilot_agent` the SIGINT found
+//! through `/proc`, `hints` the log lines and what a user can set when a known
+//! sidecar refuses.
 
 mod fanout;
 mod hints;
+mod pilot_agent;
 mod sidecar;
 
 use std::time::{Duration, Instant};
@@ -15,7 +17,6 @@ use std::time::{Duration, Instant};
 use crate::config::{PkillFallback, QuitConfig};
 use crate::exit::Outcome;
 use crate::http;
-use crate::log;
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
 
@@ -67,7 +68,7 @@ pub fn warn_about_ignored(q: &QuitConfig) {
         ("ENVOY_KILL_API", &q.envoy_quit),
     ] {
         if let Some(url) = url {
-            log::warning!(
+            log::warn!(
                 "{name} {} takes effect only with ENVOY_ADMIN_API or --mesh istio|envoy",
                 url.redacted()
             );

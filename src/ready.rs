@@ -12,9 +12,10 @@ use std::thread;
 use std::time::Instant;
 
 use crate::config::ReadyConfig;
+use crate::config::duration;
+use crate::deadline;
 use crate::event::{Channel, Event, Events, Sender};
 use crate::exit::Outcome;
-use crate::log;
 use crate::signals::TERMINATING;
 use poller::poll_until_ready;
 
@@ -53,8 +54,8 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
     match end {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
-            let limit = log::human(cfg.wait_timeout.unwrap_or_default());
-            log::warning!(
+            let limit = duration::format(cfg.wait_timeout.unwrap_or_default());
+            log::warn!(
                 "sidecars not ready within {limit} (--wait-timeout/WAIT_FOR_ENVOY_TIMEOUT): starting the app anyway"
             );
             Ok(())
@@ -65,7 +66,7 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
             } else {
                 ""
             };
-            let limit = log::human(cfg.fail_timeout.unwrap_or_default());
+            let limit = duration::format(cfg.fail_timeout.unwrap_or_default());
             let line = format!(
                 "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
@@ -118,11 +119,9 @@ fn wait_until_ready(
         (None, Some(d)) => (Some(d), WaitEnd::TimedOut),
         (None, None) => (None, WaitEnd::Ready),
     };
+    let until = limit.and_then(|limit| start.checked_add(limit));
     let outcome = loop {
-        let event = match limit {
-            Some(limit) => events.recv_timeout(limit.saturating_sub(start.elapsed())),
-            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let event = deadline::recv_by(events, until);
         match event {
             Ok(Event::Ready) => break WaitEnd::Ready,
             Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => {

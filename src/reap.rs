@@ -4,9 +4,7 @@
 
 use std::io;
 
-use crate::exit::Error;
-use crate::exit::Outcome;
-use crate::log;
+use crate::exit::{Error, Outcome};
 use crate::signals::Relay;
 use crate::terminal::JobControl;
 
@@ -19,9 +17,7 @@ pub fn become_subreaper() {
         let err = io::Error::last_os_error();
         // SAFETY: getpid takes nothing and returns a plain integer.
         if unsafe { libc::getpid() } != 1 {
-            log::warning!(
-                "could not become a child subreaper ({err}): orphans of the app go to init"
-            );
+            log::warn!("could not become a child subreaper ({err}): orphans of the app go to init");
         }
     }
 }

@@ -66,13 +66,13 @@ impl JobControl {
         // SAFETY: getpid takes nothing and returns a plain integer.
         let me = unsafe { libc::getpid() };
         if me == 1 {
-            crate::log::warning!(
+            log::warn!(
                 "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
             );
             // SAFETY: kill takes plain integers; the app is unreaped (see the invariants).
             unsafe { libc::kill(-app, libc::SIGCONT) };
         } else {
-            crate::log::debug!("the app was stopped by signal {sig}; stopping too");
+            log::debug!("the app was stopped by signal {sig}; stopping too");
             // SAFETY: kill takes plain integers.
             unsafe { libc::kill(me, libc::SIGSTOP) };
         }

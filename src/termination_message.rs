@@ -58,7 +58,7 @@ pub fn write(target: &Target, message: &str) {
     let file = OpenOptions::new().write(true).create(create).open(&path);
     let result = file.and_then(|mut f| {
         if f.metadata()?.len() > 0 {
-            crate::log::debug!(
+            log::debug!(
                 "{} is not empty: leaving the app's termination message",
                 path.display()
             );
@@ -67,14 +67,14 @@ pub fn write(target: &Target, message: &str) {
         f.write_all(line.as_bytes())
     });
     if let Err(e) = result {
-        crate::log::debug!("cannot write {}: {e}", path.display());
+        log::debug!("cannot write {}: {e}", path.display());
     }
 }
 
 /// `message` as one line of at most 4 KiB: newlines become blanks, URLs lose
 /// their `user:password@`, and a long one is cut at a character boundary.
 fn one_line(message: &str) -> String {
-    let mut line: String = crate::log::without_userinfo(message)
+    let mut line: String = crate::config::url::redact(message)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();

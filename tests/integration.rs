@@ -7,8 +7,6 @@ mod cli;
 mod compat;
 /// `--help` and the README against the option table.
 mod docs;
-/// The fake sidecar and the harness themselves.
-mod fake;
 /// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
 mod fuzz_replay;
 /// Admins that hang, reset, trickle or send garbage or endless bodies (SPEC §3).
@@ -50,3 +48,5 @@ mod support;
 mod termination;
 /// Ctrl-C and Ctrl-Z under a real pseudo-terminal (SPEC §4).
 mod tty;
+/// `--version` names the commit the binary was built from, `-dirty` and all.
+mod version;

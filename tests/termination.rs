@@ -73,14 +73,14 @@ fn command_not_found_is_written() {
     );
 }
 
-#[test]
-fn a_failed_quit_is_written_even_after_a_successful_app() {
-    let path = log_path("quit");
-    let closed = format!("http://127.0.0.1:{}/quit", closed_port());
+/// The termination message of `tandem true` with one generic quit endpoint,
+/// `url`, that never answers; the run itself succeeds.
+fn message_after_a_failed_quit(name: &str, url: &str) -> String {
+    let path = log_path(name);
     let out = run(
         tandem()
             .env("TANDEM_TERMINATION_LOG", &path)
-            .env("GENERIC_QUIT_ENDPOINTS", &closed)
+            .env("GENERIC_QUIT_ENDPOINTS", url)
             .env("QUIT_REQUEST_TIMEOUT", "300ms")
             .arg("true"),
         RUN_TIMEOUT,
@@ -88,10 +88,32 @@ fn a_failed_quit_is_written_even_after_a_successful_app() {
     assert_eq!(out.code, Some(0), "{}", out.dump());
     let text = read(&path);
     assert_one_line(&text);
+    text
+}
+
+#[test]
+fn a_failed_quit_is_written_even_after_a_successful_app() {
+    let closed = format!("http://127.0.0.1:{}/quit", closed_port());
+    let text = message_after_a_failed_quit("quit", &closed);
     assert!(
         text.contains(&format!("quit POST {closed} failed")),
         "{text}"
     );
+}
+
+/// Issue 22: the `@` of this URL is in its query, so tandem contacts localhost on
+/// the closed port; the message names that URL as given, never 127.0.0.1 on the
+/// other port, a host tandem never asked.
+#[test]
+fn a_failed_quit_names_the_host_contacted_not_one_after_an_at_in_the_query() {
+    let url = format!(
+        "http://localhost:{}?@127.0.0.1:{}/x",
+        closed_port(),
+        closed_port()
+    );
+    let text = message_after_a_failed_quit("query-at", &url);
+    assert!(text.contains(&format!("quit POST {url} failed")), "{text}");
+    assert!(!text.contains("http://127.0.0.1"), "{text}");
 }
 
 #[test]

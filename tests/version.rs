@@ -1,46 +1,17 @@
 //! `tandem --version` names the package version and the commit the binary was built
 //! from (build.rs): the checkout's HEAD, marked `-dirty` when tracked files differ.
 
+use crate::support::{RUN_TIMEOUT, prereq, run, tandem};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
-
-/// Hang guard only: `--version` returns at once.
-const HANG_GUARD: Duration = Duration::from_secs(30);
-
-/// Runs `tandem --version` and returns its output, killing it past the hang guard.
-fn version_output() -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tandem --version");
-    let start = Instant::now();
-    while child.try_wait().expect("poll tandem").is_none() {
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("tandem --version still running after {HANG_GUARD:?}");
-        }
-        sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("collect tandem's output")
-}
+use std::process::Command;
 
 /// The commit named in `tandem VERSION (commit COMMIT)`, after checking the rest of
 /// the line and that nothing went to stderr.
 fn printed_commit() -> String {
-    let out = version_output();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {stderr}",
-        out.status
-    );
-    assert!(stderr.is_empty(), "stderr: {stderr}");
+    let out = run(tandem().arg("--version"), RUN_TIMEOUT);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(out.stderr.is_empty(), "{}", out.dump());
+    let stdout = out.stdout_str();
     let prefix = format!("tandem {} (commit ", env!("CARGO_PKG_VERSION"));
     let commit = stdout
         .strip_prefix(&prefix)
@@ -77,13 +48,12 @@ fn version_names_the_package_version_and_a_commit() {
 #[test]
 fn version_names_the_checkouts_head_and_whether_it_is_dirty() {
     let Some(head) = git(&["rev-parse", "HEAD"]) else {
-        // A missing prerequisite fails in CI, which always runs in a clone.
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but `git rev-parse HEAD` fails in {}",
-            env!("CARGO_MANIFEST_DIR")
+        // CI always runs in a clone, so there this fails instead.
+        let dir = env!("CARGO_MANIFEST_DIR");
+        prereq::skip(
+            "a git checkout",
+            &format!("`git rev-parse HEAD` fails in {dir}"),
         );
-        eprintln!("skipped: not a git checkout, or no git");
         return;
     };
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"])

@@ -1,6 +1,6 @@
 //! Durations (SPEC §2): Go's `time.ParseDuration` syntax, as scuttle reads them,
-//! and the whole seconds of scuttle's integer sleeps. Each parser says what it
-//! expected; the caller adds the variable or option name.
+//! the whole seconds of scuttle's integer sleeps, and how the log writes one. Each
+//! parser says what it expected; the caller adds the variable or option name.
 
 use std::time::Duration;
 
@@ -94,6 +94,19 @@ fn unit_nanos(unit: &str) -> Option<u64> {
         "m" => Some(60 * 1_000_000_000),
         "h" => Some(3_600 * 1_000_000_000),
         _ => None,
+    }
+}
+
+/// A duration for the log: `850ms`, `1.2s`, `2m5.0s` (whole tenths, rounded down).
+pub fn format(d: Duration) -> String {
+    let ms = d.as_millis();
+    let tenths = ms % 1000 / 100;
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{}.{tenths}s", ms / 1000)
+    } else {
+        format!("{}m{}.{tenths}s", ms / 60_000, ms % 60_000 / 1000)
     }
 }
 
@@ -202,6 +215,21 @@ mod tests {
                     let _ = parse(&format!("{a}{b}{c}"));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn format_duration_rounds_down_to_tenths() {
+        for (ms, text) in [
+            (0, "0ms"),
+            (999, "999ms"),
+            (1000, "1.0s"),
+            (1234, "1.2s"),
+            (59_999, "59.9s"),
+            (60_000, "1m0.0s"),
+            (125_050, "2m5.0s"),
+        ] {
+            assert_eq!(format(Duration::from_millis(ms)), text, "{ms} ms");
         }
     }
 }

@@ -57,7 +57,7 @@ fn defaults() -> Config {
             ..QuitConfig::default()
         },
         forward_to: ForwardTo::Child,
-        log_level: Level::Info,
+        log_level: LevelFilter::Info,
         log_format: Format::Text,
         termination_log: crate::termination_message::Target::Kubernetes,
         warnings: vec![],
@@ -142,11 +142,13 @@ fn every_variable_is_read_and_has_its_effect() {
         ("TANDEM_TERMINATION_LOG", "off", |c| {
             c.termination_log = crate::termination_message::Target::Off
         }),
-        ("SCUTTLE_LOGGING", "false", |c| c.log_level = Level::Warn),
-        ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
-            c.log_level = Level::Warn
+        ("SCUTTLE_LOGGING", "false", |c| {
+            c.log_level = LevelFilter::Warn
         }),
-        ("TANDEM_LOG", "debug", |c| c.log_level = Level::Debug),
+        ("ENVOY_PREFLIGHT_LOGGING", "false", |c| {
+            c.log_level = LevelFilter::Warn
+        }),
+        ("TANDEM_LOG", "debug", |c| c.log_level = LevelFilter::Debug),
         ("TANDEM_LOG_FORMAT", "json", |c| c.log_format = Format::Json),
         ("TANDEM_READY_URLS", "http://127.0.0.1:8080/up", |c| {
             c.ready.checks = vec![Check::Url(url("http://127.0.0.1:8080/up"))]
@@ -408,8 +410,8 @@ fn fail_timeout_and_wait_timeout_are_both_kept() {
 
 #[test]
 fn logging_precedence_is_option_then_tandem_then_preflight_then_scuttle() {
-    use Level::*;
-    let cases: &[(&str, &str, &str, &str, Level)] = &[
+    use LevelFilter::*;
+    let cases: &[(&str, &str, &str, &str, LevelFilter)] = &[
         // (--log, TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING, expected)
         ("", "", "", "", Info),
         ("", "", "", "true", Info),

@@ -161,28 +161,59 @@ pub fn parse_port_number(s: &str) -> Result<u16, &'static str> {
     parse_port(s.trim()).ok_or("a port from 1 to 65535")
 }
 
-/// Removes a `user:password@` part from any URL-like string, for logs.
+/// `text` without the `user:password@` part of any URL in it, for logs and the
+/// termination message (SPEC §8).
 ///
-/// SPEC §8. Only the authority is touched (after `scheme://`, or from the start
-/// when there is no scheme), so an `@` in the path or query stays as it is.
-pub fn redact(url: &str) -> String {
-    let start = match url.find("://") {
-        Some(i) if is_scheme(&url[..i]) => i + 3,
-        _ => 0,
-    };
-    let rest = &url[start..];
-    let authority = &rest[..authority_len(rest)];
-    match authority.rfind('@') {
-        Some(at) => format!("{}{}", &url[..start], &rest[at + 1..]),
-        None => url.to_string(),
+/// A URL starts at `scheme://`. A text whose first `/`, `?`, `#` or blank comes
+/// before any `scheme://` starts with a URL given without its scheme
+/// (`user:pw@host:1/x`). A URL's authority ends at its first `/`, `?` or `#`, as
+/// [`HttpUrl::parse`] reads it, so what is left names the host tandem contacts:
+/// `http://evil.example?@127.0.0.1/` keeps `evil.example`. A URL ends at a blank
+/// or a control character, which no URL tandem accepts holds. Only authorities
+/// are touched: an `@` in a path or a query, or a URL in a query, stays as it is.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let first_end = text
+        .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c.is_control())
+        .unwrap_or(text.len());
+    if next_url(text).is_none_or(|(_, authority)| authority - 3 > first_end) {
+        rest = push_without_userinfo(&mut out, rest);
     }
+    while let Some((_, authority)) = next_url(rest) {
+        out.push_str(&rest[..authority]);
+        rest = push_without_userinfo(&mut out, &rest[authority..]);
+    }
+    out.push_str(rest);
+    out
 }
 
-/// True for an RFC 3986 scheme name: a letter, then letters, digits, `+`, `-` or `.`.
-fn is_scheme(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+/// Appends the URL that starts with its authority at the start of `rest`, up to
+/// its end and without its userinfo; returns the text after it.
+fn push_without_userinfo<'a>(out: &mut String, rest: &'a str) -> &'a str {
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c.is_control())
+        .unwrap_or(rest.len());
+    let (url, after) = rest.split_at(end);
+    let host = url[..authority_len(url)].rfind('@').map_or(0, |at| at + 1);
+    out.push_str(&url[host..]);
+    after
+}
+
+/// Where the first `scheme://` in `text` starts, and where its authority starts.
+/// A scheme is a letter, then letters, digits, `+`, `-` or `.` (RFC 3986).
+fn next_url(text: &str) -> Option<(usize, usize)> {
+    text.match_indices("://").find_map(|(i, _)| {
+        let before = &text[..i];
+        let run = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+            .count();
+        let scheme = &before[i - run..];
+        let start = i - run + scheme.find(|c: char| c.is_ascii_alphabetic())?;
+        Some((start, i + 3))
+    })
 }
 
 #[cfg(test)]
@@ -406,6 +437,45 @@ mod tests {
         assert_eq!(
             url("http://u:secret@127.0.0.1:9/q").redacted(),
             "http://127.0.0.1:9/q"
+        );
+    }
+
+    #[test]
+    fn redact_removes_the_userinfo_of_every_url_in_a_text() {
+        let cases = [
+            (
+                "GET http://u:p@127.0.0.1:1/x then https://a@h/y",
+                "GET http://127.0.0.1:1/x then https://h/y",
+            ),
+            ("no url, a@b", "no url, a@b"),
+            ("http://h/p@q", "http://h/p@q"),
+            ("tail ://", "tail ://"),
+            (
+                "a\nb http://u:secret@127.0.0.1:1/x",
+                "a\nb http://127.0.0.1:1/x",
+            ),
+            ("(url=http://u:p@h:1)", "(url=http://h:1)"),
+            ("x: \"HTTPS://u@h\", y", "x: \"HTTPS://h\", y"),
+            ("1://u@h 9x+y://u@h", "1://u@h 9x+y://h"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(redact(input), want, "input {input:?}");
+        }
+    }
+
+    // Issue 22: the authority ends at `?` as the parser reads it, so the host
+    // left is the one tandem contacts, never the one after the `@` in the query.
+    #[test]
+    fn redact_never_names_a_host_from_a_query() {
+        let evil = "http://evil.example?@127.0.0.1:15000/x";
+        assert_eq!(url(evil).host, "evil.example");
+        assert_eq!(redact(evil), evil);
+        assert_eq!(url(evil).redacted(), evil);
+        let line = format!("quit POST {evil} failed: connection refused");
+        assert_eq!(redact(&line), line);
+        assert_eq!(
+            redact("see http://evil.example#@127.0.0.1 and http://u@h?@x"),
+            "see http://evil.example#@127.0.0.1 and http://h?@x"
         );
     }
 }

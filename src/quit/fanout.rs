@@ -1,25 +1,20 @@
 //! The quit requests: concurrent POSTs to the generic endpoints, each logged as it
 //! answers (SPEC §5.3), and one request bounded by the quit deadline.
 
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
 use super::hints::log_result;
+use crate::deadline::{Jobs, run_by};
 use crate::http;
-use crate::log;
-
-/// Which request of a [`Fanout`] ended, and how.
-pub(super) type Answer = (usize, Result<u16, http::Failure>);
 
 /// Concurrent POSTs, one thread each, whose results are logged as they arrive;
 /// each URL still unanswered at the end gets its own line too (SPEC §5.3).
 pub(super) struct Fanout<'a> {
     urls: &'a [String],
-    answers: mpsc::Receiver<Answer>,
-    pending: Vec<bool>,
+    requests: Jobs<Result<u16, http::Failure>>,
     /// The first failure line, for the termination log.
     pub(super) failed: Option<String>,
 }
@@ -30,38 +25,24 @@ impl<'a> Fanout<'a> {
         urls: &'a [String],
         deadline: Option<Instant>,
     ) -> Fanout<'a> {
-        let (tx, answers) = mpsc::channel();
-        let mut pending = vec![false; urls.len()];
-        for (i, url) in urls.iter().enumerate() {
-            let (agent, url, tx) = (agent.clone(), url.clone(), tx.clone());
-            let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-                let _ = tx.send((i, request_until_listening(&agent, &url, deadline)));
-            });
-            match spawned {
-                Ok(_) => pending[i] = true,
-                Err(e) => log::error!("cannot start a quit request: {e}"),
-            }
+        let requests = urls.iter().map(|url| {
+            let (agent, url) = (agent.clone(), url.clone());
+            move || request_until_listening(&agent, &url, deadline)
+        });
+        let (requests, not_started) = Jobs::start("quit", requests);
+        for (_, e) in not_started {
+            log::error!("cannot start a quit request: {e}");
         }
         Fanout {
             urls,
-            answers,
-            pending,
+            requests,
             failed: None,
         }
     }
 
     /// Logs answers until all are in or `until` passes (`None`: until all are in).
     pub(super) fn collect(&mut self, until: Option<Instant>) {
-        while self.pending.contains(&true) {
-            let answer = match until {
-                Some(t) => self
-                    .answers
-                    .recv_timeout(t.saturating_duration_since(Instant::now()))
-                    .ok(),
-                None => self.answers.recv().ok(),
-            };
-            let Some((i, result)) = answer else { break };
-            self.pending[i] = false;
+        while let Some((i, result)) = self.requests.next_by(until) {
             let failed = log_result(&self.urls[i], &result);
             self.failed = self.failed.take().or(failed);
         }
@@ -69,16 +50,18 @@ impl<'a> Fanout<'a> {
 
     /// Logs every URL that never answered.
     pub(super) fn give_up(&mut self) {
-        for (url, &unanswered) in self.urls.iter().zip(&self.pending) {
-            if unanswered {
-                let failure = http::Failure {
-                    what: "no answer by the quit deadline".into(),
-                    no_connection: false,
-                };
-                let failed = log_result(url, &Err(failure));
-                self.failed = self.failed.take().or(failed);
-            }
+        for i in self.requests.unanswered() {
+            let failed = log_result(&self.urls[i], &Err(no_answer()));
+            self.failed = self.failed.take().or(failed);
         }
+    }
+}
+
+/// Why a request that was cut off by the quit deadline has no answer.
+pub(super) fn no_answer() -> http::Failure {
+    http::Failure {
+        what: "no answer by the quit deadline".into(),
+        no_connection: false,
     }
 }
 
@@ -97,28 +80,13 @@ pub(super) fn post_one(
     }
 }
 
-/// [`request`] on a thread of its own, waited for until `deadline` at most: ureq's
-/// own timeout can end tens of milliseconds late, and pilot-agent's fallback must
-/// still fit in the quit bound after it.
+/// [`request`], its answer awaited until `deadline` at most: ureq's own timeout
+/// can end tens of milliseconds late, and pilot-agent's fallback must still fit
+/// in the quit bound after it.
 fn request_by(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, http::Failure> {
-    let Some(until) = deadline else {
-        return request(agent, url, None);
-    };
-    let (done, answer) = mpsc::channel::<Answer>();
-    let (shared, owned) = (agent.clone(), url.to_owned());
-    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-        let _ = done.send((0, request(&shared, &owned, Some(until))));
-    });
-    if spawned.is_err() {
-        return request(agent, url, deadline);
-    }
-    match answer.recv_timeout(until.saturating_duration_since(Instant::now())) {
-        Ok((_, result)) => result,
-        Err(_) => Err(http::Failure {
-            what: "no answer by the quit deadline".into(),
-            no_connection: false,
-        }),
-    }
+    let (agent, url) = (agent.clone(), url.to_owned());
+    run_by("quit", deadline, move || request(&agent, &url, deadline))
+        .unwrap_or_else(|| Err(no_answer()))
 }
 
 /// How long a refused generic endpoint is retried when the quit phase has no

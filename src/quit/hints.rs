@@ -2,7 +2,7 @@
 //! with what the user sets when a known sidecar refuses (SPEC §6, §8).
 
 use crate::http;
-use crate::log::{self, Field};
+use log::Level;
 
 /// Logs one quit result; a failed quit (no answer, or a known sidecar's "not
 /// enabled") is an error, since the Pod will not complete (SPEC §8), and its
@@ -24,22 +24,13 @@ pub(super) fn log_result(url: &str, result: &Result<u16, http::Failure>) -> Opti
             (line, true)
         }
     };
-    let fields = match result {
-        Ok(status) => [
-            ("url", Field::Str(&shown)),
-            ("status", Field::Int(i64::from(*status))),
-        ],
-        Err(failure) => [
-            ("url", Field::Str(&shown)),
-            ("error", Field::Str(&failure.what)),
-        ],
-    };
-    let level = if failed {
-        log::Level::Error
-    } else {
-        log::Level::Info
-    };
-    log::event(level, format_args!("{line}"), &fields);
+    let level = if failed { Level::Error } else { Level::Info };
+    match result {
+        Ok(status) => log::log!(level, url = shown.as_str(), status = *status; "{line}"),
+        Err(failure) => {
+            log::log!(level, url = shown.as_str(), error = failure.what.as_str(); "{line}")
+        }
+    }
     failed.then_some(line)
 }
 

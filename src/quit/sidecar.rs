@@ -1,38 +1,31 @@
 //! Stopping Istio/Envoy by the route the plan chose (SPEC §5.2): a POST on a
 //! thread of its own within the deadline, and pilot-agent's SIGINT fallback.
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use super::SidecarStop;
-use super::fanout::{Answer, post_one};
+use super::fanout::{no_answer, post_one};
 use super::hints::log_result;
+use super::{SidecarStop, pilot_agent};
 use crate::config::PkillFallback;
-use crate::http;
-use crate::log;
-use crate::procfs;
+use crate::deadline::run_by;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
 /// scan and a `kill`), at most a tenth of what is left.
 const FALLBACK_RESERVE: Duration = Duration::from_millis(20);
 
-/// Runs [`stop_sidecar`] on a thread of its own and waits for it until `deadline`
-/// at most: the deadline is the main thread's to keep, to the millisecond, whatever
-/// a request's socket timeout or a long `/proc` scan would add. A stop still
-/// running then is abandoned with the process. Returns the failure line.
+/// Runs [`stop_sidecar`] on a thread of its own (when there is a deadline) and
+/// waits for it until `deadline` at most: the deadline is the main thread's to
+/// keep, to the millisecond, whatever a request's socket timeout or a long
+/// `/proc` scan would add. A stop still running then is abandoned with the
+/// process. Returns the failure line.
 pub(super) fn stop_sidecar_by(
     agent: &Agent,
     stop: &SidecarStop,
     fallback: PkillFallback,
     deadline: Option<Instant>,
 ) -> Option<String> {
-    // `Fanout`'s answer type, so no second channel type is compiled in (each costs
-    // kilobytes): a failure line travels as a `Failure`'s text.
-    let (done, finished) = mpsc::channel::<Answer>();
-    let (shared, owned) = (agent.clone(), stop.clone());
     // pilot-agent's SIGINT fallback follows a failed POST: the POST ends a little
     // before the deadline, so the fallback still happens within it.
     let post_deadline = match (stop, fallback, deadline) {
@@ -46,36 +39,11 @@ pub(super) fn stop_sidecar_by(
         }
         _ => deadline,
     };
-    let spawned = thread::Builder::new().name("quit".into()).spawn(move || {
-        let answer = match stop_sidecar(&shared, &owned, fallback, post_deadline) {
-            Some(line) => Err(http::Failure {
-                what: line,
-                no_connection: false,
-            }),
-            None => Ok(0),
-        };
-        let _ = done.send((0, answer));
-    });
-    if let Err(e) = spawned {
-        log::debug!("stopping Istio/Envoy on the main thread: {e}");
-        return stop_sidecar(agent, stop, fallback, deadline);
-    }
-    let ended = match deadline {
-        Some(d) => finished.recv_timeout(d.saturating_duration_since(Instant::now())),
-        None => finished
-            .recv()
-            .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-    };
-    match ended {
-        Ok((_, Ok(_))) => None,
-        Ok((_, Err(failed))) => Some(failed.what),
-        Err(_) => {
-            let failure = http::Failure {
-                what: "no answer by the quit deadline".into(),
-                no_connection: false,
-            };
-            log_result(stop.url(), &Err(failure))
-        }
+    let (agent, owned) = (agent.clone(), stop.clone());
+    let stopping = move || stop_sidecar(&agent, &owned, fallback, post_deadline);
+    match run_by("quit", deadline, stopping) {
+        Some(failed) => failed,
+        None => log_result(stop.url(), &Err(no_answer())),
     }
 }
 
@@ -108,30 +76,14 @@ fn stop_sidecar(
                 PkillFallback::Never => false,
             };
             // A pilot-agent that got the signal is stopped after all.
-            (!(signal && interrupt_pilot_agents())).then_some(failed)
+            (!(signal && pilot_agent::interrupt_all())).then_some(failed)
         }
         SidecarStop::SignalElseAdmin(url) => {
-            if fallback != PkillFallback::Never && interrupt_pilot_agents() {
+            if fallback != PkillFallback::Never && pilot_agent::interrupt_all() {
                 None
             } else {
                 post_one(agent, url, deadline).err().map(|(line, _)| line)
             }
         }
     }
-}
-
-/// SIGINTs every visible pilot-agent; true when one got the signal (one that
-/// vanished in between does not count, so the POST is still tried).
-fn interrupt_pilot_agents() -> bool {
-    let mut delivered = false;
-    for pid in procfs::find_pilot_agents() {
-        match procfs::interrupt(pid) {
-            Ok(()) => {
-                log::info!("sent SIGINT to pilot-agent (pid {pid})");
-                delivered = true;
-            }
-            Err(e) => log::warning!("could not signal pilot-agent (pid {pid}): {e}"),
-        }
-    }
-    delivered
 }

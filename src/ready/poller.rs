@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use ureq::Agent;
 
 use crate::config::Check;
+use crate::config::duration;
 use crate::event::{Event, Sender};
 use crate::http;
-use crate::log::{self, Field};
+
 /// First interval between polls; it grows ×1.5 up to `poll_max`.
 const FIRST_INTERVAL: Duration = Duration::from_millis(10);
 /// First progress line after this long, then one every `PROGRESS_EVERY`.
@@ -72,7 +73,7 @@ pub(super) fn poll_until_ready(
         if Instant::now() >= next_progress {
             log::info!(
                 "still waiting after {} ({polls} polls): {}",
-                log::human(start.elapsed()),
+                duration::format(start.elapsed()),
                 describe(&probes, true)
             );
             next_progress += PROGRESS_EVERY;
@@ -85,17 +86,11 @@ pub(super) fn poll_until_ready(
 
 /// The "ready" line, with how long it took.
 fn log_ready(waited: Duration, polls: u64) {
-    let int = |n: u128| Field::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    log::event(
-        log::Level::Info,
-        format_args!(
-            "sidecars ready after {} ({polls} polls)",
-            log::human(waited)
-        ),
-        &[
-            ("waited_ms", int(waited.as_millis())),
-            ("polls", int(u128::from(polls))),
-        ],
+    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+    log::info!(
+        waited_ms, polls;
+        "sidecars ready after {} ({polls} polls)",
+        duration::format(waited)
     );
 }
 

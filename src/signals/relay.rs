@@ -10,7 +10,6 @@ use super::disposition::block;
 use super::{AppSignals, FAULTS, Signals, relayed};
 use crate::event::{Event, Events, Sender};
 use crate::exit::Error;
-use crate::log;
 use crate::terminal::JobControl;
 
 /// Where a signal goes right now.

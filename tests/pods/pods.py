@@ -232,7 +232,7 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
     # entrypoint since the manifest gives only args, as a non-root user.
     root = context("fake")
     busybox_root(root, busybox)
-    put(root, "/fake_sidecar", fake)
+    put(root, "/fake-sidecar", fake)
     for script in ("cloud-sql-proxy", "linkerd-proxy", "generic-sidecar"):
         put(root, f"/{script}", HERE / "bin" / f"{script}.sh")
     podman.build("fake", root, scratch)
@@ -255,7 +255,7 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
     root = context("istio-proxy")
     busybox_root(root, busybox)
     put(root, "/etc/envoy/envoy.yaml", text=ENVOY_CONFIG, mode=0o644)
-    put(root, "/fake_sidecar", fake)
+    put(root, "/fake-sidecar", fake)
     put(root, "/istio-proxy", HERE / "bin" / "istio-proxy.sh")
     podman.build(
         "istio-proxy",

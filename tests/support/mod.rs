@@ -1,16 +1,20 @@
 //! The one shared layer of the integration tests (no test module imports from
-//! another): the fake sidecar (the `fake-sidecar` dev crate), helpers that run the
-//! real `tandem` binary with a clean environment under a kill timeout, capture its
-//! output, signal it, and dump everything when a test fails (STYLE §7.3); the
-//! `/proc` reader, the recorder app, and the prerequisites with their one `skip`.
+//! another): the fake sidecar (the `tests/fake-sidecar` dev crate, with its
+//! `wait_until` and `read_retrying`), helpers that run the real `tandem` binary with
+//! a clean environment under a kill timeout, capture its output, signal it, and dump
+//! everything when a test fails (STYLE §7.3); the `/proc` reader, the recorder app,
+//! the prerequisites with their one `skip`, and the harness's tests of itself.
 
 pub use fake_sidecar::envoy;
 pub mod prereq;
 pub mod procfs;
 mod recorder;
+mod selftest;
 mod setup;
 
-pub use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift};
+pub use fake_sidecar::{
+    FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift, read_retrying, wait_until,
+};
 pub use prereq::{no_real_pilot_agent, on_fixed_ports, pid_namespace_available, python};
 pub use procfs::{
     children_of, fd_count, stat_after_comm, state, status_field, status_number, status_text_field,
@@ -44,8 +48,6 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long to wait for the output pipes to close once the child has exited; an
 /// orphaned grandchild may hold them open, and then the output so far is kept.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
-/// Interval of [`wait_until`] and of the exit check in [`Running::wait`].
-const POLL: Duration = Duration::from_millis(5);
 
 /// `tandem` from this build, with an empty environment except `PATH`, and every
 /// signal at its default action (see [`default_signals`]).
@@ -346,34 +348,6 @@ pub fn kill(pid: i32, sig: i32) {
     );
 }
 
-/// Polls `cond` every few milliseconds until it holds or `timeout` passes; `true`
-/// if it held. Use it instead of sleeping to synchronize (tini's `busy_wait`).
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        thread::sleep(POLL.min(deadline - now));
-    }
-}
-
-/// `source.read(buf)`, retried while a signal interrupts it (`EINTR`): the kernel
-/// never restarts a read that has a timeout (`SO_RCVTIMEO`), whatever `SA_RESTART`
-/// says, and `read` itself does not retry as `read_exact` and `read_to_end` do.
-pub fn read_retrying(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        match source.read(buf) {
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            done => return done,
-        }
-    }
-}
-
 /// A new, empty directory unique to this call, under this process's
 /// [`temp_root`].
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -443,68 +417,4 @@ fn temp_pid(name: &str) -> Option<u32> {
     (digits(pid) && digits(n))
         .then(|| pid.parse().ok())
         .flatten()
-}
-
-#[test]
-fn temp_pid_reads_only_the_two_exact_patterns() {
-    for (name, pid) in [
-        ("tandem-tests-42", Some(42)),
-        ("tandem-test-42-0-pilot-agent", Some(42)),
-        ("tandem-test-42-17-x", Some(42)),
-        ("tandem-tests-", None),
-        ("tandem-tests-42x", None),
-        ("tandem-tests-4-2", None),
-        ("tandem-test-42-0", None),
-        ("tandem-test-42-x-name", None),
-        ("tandem-test--0-name", None),
-        ("tandem-ci.log", None),
-        ("other-tandem-tests-42", None),
-        ("tandem-tests-99999999999999999999", None),
-    ] {
-        assert_eq!(temp_pid(name), pid, "{name}");
-    }
-}
-
-#[test]
-fn stale_temp_dirs_of_gone_processes_are_deleted_and_nothing_else() {
-    let tmp = temp_dir("stale");
-    let mut exited = Command::new("true").spawn().expect("spawn true");
-    let gone = exited.id();
-    exited.wait().expect("reap true");
-    let me = std::process::id();
-    let outside = temp_dir("outside");
-    let made = |name: String| {
-        let dir = tmp.join(name);
-        fs::create_dir_all(dir.join("sub")).expect("make a directory");
-        fs::write(dir.join("sub/file"), "x").expect("write a file");
-        dir
-    };
-    let deleted = [
-        made(format!("tandem-tests-{gone}")),
-        made(format!("tandem-test-{gone}-3-pilot-agent")),
-    ];
-    let kept = [
-        made(format!("tandem-tests-{me}")),
-        made("tandem-tests-1".to_owned()),
-        made(format!("tandem-test-{me}-0-x")),
-        made(format!("other-tandem-tests-{gone}")),
-        made(format!("tandem-tests-{gone}-x")),
-    ];
-    let link = tmp.join(format!("tandem-test-{gone}-4-link"));
-    std::os::unix::fs::symlink(&outside, &link).expect("symlink");
-    remove_stale_temp_dirs(&tmp);
-    for dir in &deleted {
-        assert!(!dir.exists(), "{} was kept", dir.display());
-    }
-    for dir in &kept {
-        assert!(
-            dir.join("sub/file").exists(),
-            "{} was deleted",
-            dir.display()
-        );
-    }
-    assert!(
-        link.is_symlink() && outside.exists(),
-        "a symlink was followed"
-    );
 }

@@ -5,7 +5,7 @@
 # POST :9091/quitquitquit ends it. Without that flag nothing listens on :9091 and
 # the container runs on, as the real one does.
 echo "cloud-sql-proxy stand-in: args: $*"
-/fake_sidecar --flavor generic --addr 127.0.0.1:9090 --ready-after 1s &
+/fake-sidecar --flavor generic --addr 127.0.0.1:9090 --ready-after 1s &
 health=$!
 case " $* " in
   *" --quitquitquit "*) ;;
@@ -15,7 +15,7 @@ case " $* " in
     exit 1
     ;;
 esac
-/fake_sidecar --flavor generic --addr 127.0.0.1:9091 --exit-on-quit
+/fake-sidecar --flavor generic --addr 127.0.0.1:9091 --exit-on-quit
 code=$?
 kill "$health"
 exit "$code"

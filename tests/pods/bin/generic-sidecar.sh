@@ -5,4 +5,4 @@
 # shutdown API is always on). Usage: generic-sidecar.sh PORT
 quit=
 [ "$QUIT_ENABLED" = true ] && quit=--exit-on-quit
-exec /fake_sidecar --flavor generic --addr "127.0.0.1:$1" --ready-after 1s $quit
+exec /fake-sidecar --flavor generic --addr "127.0.0.1:$1" --ready-after 1s $quit

@@ -5,14 +5,14 @@
 # POST :15020/quitquitquit it stops Envoy and the container ends.
 /usr/local/bin/envoy -c /etc/envoy/envoy.yaml --disable-hot-restart --log-level warn &
 envoy=$!
-/fake_sidecar --flavor pilot-agent --addr 127.0.0.1:15020 --exit-on-quit &
+/fake-sidecar --flavor pilot-agent --addr 127.0.0.1:15020 --exit-on-quit &
 quit=$!
 until wget -q -O /dev/null http://127.0.0.1:15000/ready 2>/dev/null; do
   kill -0 "$envoy" 2>/dev/null || { echo "pilot-agent stand-in: Envoy exited before it was ready"; exit 1; }
   sleep 0.1
 done
 echo "pilot-agent stand-in: Envoy is ready; serving :15021/healthz/ready"
-/fake_sidecar --flavor pilot-agent --addr 127.0.0.1:15021 --ready-after 0 &
+/fake-sidecar --flavor pilot-agent --addr 127.0.0.1:15021 --ready-after 0 &
 health=$!
 wait "$quit"
 echo "pilot-agent stand-in: asked to quit: POST Envoy's /quitquitquit"

@@ -5,4 +5,4 @@
 # annotation), as Linkerd 2.16 and later do.
 set -- --flavor linkerd --addr 127.0.0.1:4191 --ready-after 1s --exit-on-quit
 [ "$LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED" = true ] || set -- "$@" --no-shutdown
-exec /fake_sidecar "$@"
+exec /fake-sidecar "$@"

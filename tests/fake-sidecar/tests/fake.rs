@@ -1,18 +1,18 @@
 //! Tests of the fake sidecar itself, with plain `TcpStream` requests, so that
-//! tandem's tests can trust what it answers and logs; and of the process harness.
+//! tandem's tests can trust what it answers and logs.
 
-use crate::support::{
-    Fault, Flavor, Req, Response, SIGTERM, Script, read_retrying, run, spawn, start, temp_dir,
-    wait_until,
-};
+use fake_sidecar::{FakeAdmin, Fault, Flavor, Req, Response, Script, read_retrying, wait_until};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Bound on every socket operation in these tests, so none can hang.
 const IO_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A fake serving `script` on a free loopback port; stopped when dropped.
+fn start(script: Script) -> FakeAdmin {
+    FakeAdmin::start(script).expect("fake admin starts")
+}
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
@@ -511,36 +511,4 @@ fn flavor_and_fault_names_round_trip() {
         assert_eq!(Fault::parse(fault.name()), Some(fault));
     }
     assert_eq!(Flavor::parse("istio"), None);
-}
-
-// The harness in `support` is checked here too, with `sh` instead of tandem.
-
-#[test]
-fn harness_run_captures_output_and_exit_code() {
-    let out = run(
-        Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
-        IO_TIMEOUT,
-    );
-    assert_eq!(out.code, Some(3), "{}", out.dump());
-    assert_eq!(out.stdout, b"out\n");
-    assert_eq!(out.stderr, "err\n");
-}
-
-#[test]
-#[should_panic(expected = "did not exit within")]
-fn harness_run_kills_and_panics_on_timeout() {
-    run(Command::new("sleep").arg("10"), Duration::from_millis(100));
-}
-
-#[test]
-fn harness_signal_reaches_the_running_child() {
-    let dir = temp_dir("signal");
-    let marker = dir.join("started");
-    let script = format!("touch {}; exec sleep 10", marker.display());
-    let mut running = spawn(Command::new("sh").args(["-c", &script]));
-    assert!(wait_until(IO_TIMEOUT, || marker.exists()));
-    running.signal(SIGTERM);
-    let out = running.wait(IO_TIMEOUT);
-    assert_eq!(out.status.signal(), Some(SIGTERM), "{}", out.dump());
-    assert!(out.elapsed < Duration::from_secs(5));
 }

@@ -1,9 +1,10 @@
-//! The app that `make bench` runs under tandem (and directly, as the floor).
+//! The app that `make bench` runs under tandem (and directly, as the floor); its
+//! static release build is also the size floor: std and a few libc calls, nothing else.
 //!
 //! ```text
-//! bench_probe OUT exit          record "start NS" and "exit NS", then _exit(0)
-//! bench_probe OUT signal        record "start NS", wait for SIGTERM, record "signal NS"
-//! bench_probe OUT sleep SECS    record "start NS", sleep, record "exit NS"
+//! bench-probe OUT exit          record "start NS" and "exit NS", then _exit(0)
+//! bench-probe OUT signal        record "start NS", wait for SIGTERM, record "signal NS"
+//! bench-probe OUT sleep SECS    record "start NS", sleep, record "exit NS"
 //! ```
 //!
 //! NS is `CLOCK_MONOTONIC` in nanoseconds, the clock the fake sidecar and the
@@ -27,13 +28,13 @@ fn main() {
     let start = mono_ns();
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: bench_probe OUT exit|signal|sleep [SECS]");
+        eprintln!("usage: bench-probe OUT exit|signal|sleep [SECS]");
         std::process::exit(64);
     }
     let mut out = match OpenOptions::new().create(true).append(true).open(&args[1]) {
         Ok(file) => file,
         Err(err) => {
-            eprintln!("bench_probe: cannot open {}: {err}", args[1]);
+            eprintln!("bench-probe: cannot open {}: {err}", args[1]);
             std::process::exit(66);
         }
     };
@@ -62,7 +63,7 @@ fn main() {
             record(&mut out, "exit", mono_ns());
         }
         other => {
-            eprintln!("bench_probe: unknown mode {other:?}");
+            eprintln!("bench-probe: unknown mode {other:?}");
             std::process::exit(64);
         }
     }
@@ -74,7 +75,7 @@ fn main() {
 fn record(out: &mut File, key: &str, ns: u64) {
     let line = format!("{key} {ns}\n");
     if let Err(err) = out.write_all(line.as_bytes()) {
-        eprintln!("bench_probe: cannot record {key}: {err}");
+        eprintln!("bench-probe: cannot record {key}: {err}");
         std::process::exit(74);
     }
 }
@@ -91,7 +92,7 @@ fn arm_sigterm() {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_sigterm as *const () as libc::sighandler_t;
         if libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut()) != 0 {
-            eprintln!("bench_probe: cannot install the SIGTERM handler");
+            eprintln!("bench-probe: cannot install the SIGTERM handler");
             std::process::exit(71);
         }
     }

@@ -1,9 +1,9 @@
-//! A runnable fake sidecar admin server for `make demo` and scripts: the
-//! `fake-sidecar` crate the integration tests and the bench use, driven from the
-//! command line.
+//! The fake sidecar admin server as a program, for `make demo`, `make smoke`,
+//! `make pods` and scripts: this crate's library, the one the integration tests and
+//! the bench use, driven from the command line.
 //!
 //! ```text
-//! fake_sidecar [--addr 127.0.0.1:0] [--flavor envoy|old-envoy|pilot-agent|linkerd|generic]
+//! fake-sidecar [--addr 127.0.0.1:0] [--flavor envoy|old-envoy|pilot-agent|linkerd|generic]
 //!              [--ready-after 2s|500ms] [--never-ready] [--delay 200ms]
 //!              [--fault hang|reset|garbage|endless|trickle] [--no-shutdown]
 //!              [--exit-on-quit] [--port-file PATH] [--log-file PATH]
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// Exit status for bad arguments (EX_USAGE), as tandem uses.
 const EXIT_USAGE: u8 = 64;
 
-const USAGE: &str = "usage: fake_sidecar [--addr 127.0.0.1:0] \
+const USAGE: &str = "usage: fake-sidecar [--addr 127.0.0.1:0] \
 [--flavor envoy|old-envoy|pilot-agent|linkerd|generic] [--ready-after DUR] [--never-ready] \
 [--delay DUR] [--fault hang|reset|garbage|endless|trickle] [--no-shutdown] [--exit-on-quit] \
 [--port-file PATH] [--log-file PATH]   (DUR: 500ms, 2s, 1.5s, 0)";
@@ -47,14 +47,14 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(message) => {
-            eprintln!("fake_sidecar: {message}\n{USAGE}");
+            eprintln!("fake-sidecar: {message}\n{USAGE}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("fake_sidecar: {message}");
+            eprintln!("fake-sidecar: {message}");
             ExitCode::FAILURE
         }
     }
@@ -87,9 +87,9 @@ fn serve(args: Args) -> Result<(), String> {
             last.1 += 1;
         } else {
             if last.1 > 0 {
-                eprintln!("fake_sidecar:   … and {} more like it", last.1);
+                eprintln!("fake-sidecar:   … and {} more like it", last.1);
             }
-            eprintln!("fake_sidecar: {line}");
+            eprintln!("fake-sidecar: {line}");
             *last = (line, 0);
         }
         drop(last);
@@ -108,7 +108,7 @@ fn serve(args: Args) -> Result<(), String> {
         None => "never ready".to_owned(),
     };
     eprintln!(
-        "fake_sidecar: {flavor} listening on {} ({ready})",
+        "fake-sidecar: {flavor} listening on {} ({ready})",
         fake.url()
     );
     if let Some(path) = &args.port_file {
@@ -124,7 +124,7 @@ fn serve(args: Args) -> Result<(), String> {
         });
     }
     fake.wait_until_stopped();
-    eprintln!("fake_sidecar: quit received, exiting");
+    eprintln!("fake-sidecar: quit received, exiting");
     Ok(())
 }
 

@@ -1,5 +1,5 @@
-//! Finding `pilot-agent` by reading `/proc` directly: distroless has no `pkill`
-//! (SPEC §5.2, Istio ≤ 1.2 with a shared process namespace).
+//! pilot-agent's SIGINT (SPEC §5.2, Istio ≤ 1.2 with a shared process
+//! namespace): found by reading `/proc` directly, since distroless has no `pkill`.
 
 use std::fs;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ const PILOT_AGENT: &str = "pilot-agent";
 /// another container's tree, not to this Pod's sidecar: it is skipped when its
 /// namespace can be read and differs. An unreadable namespace (a sidecar running
 /// as another user) counts as shared, since that is the case SPEC §5.2 is for.
-pub fn find_pilot_agents() -> Vec<i32> {
+fn find_pilot_agents() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -43,8 +43,24 @@ fn in_namespace(pid: u32, mine: Option<&PathBuf>) -> bool {
     }
 }
 
+/// SIGINTs every visible pilot-agent; true when one got the signal (one that
+/// vanished in between does not count, so the POST is still tried).
+pub(super) fn interrupt_all() -> bool {
+    let mut delivered = false;
+    for pid in find_pilot_agents() {
+        match interrupt(pid) {
+            Ok(()) => {
+                log::info!("sent SIGINT to pilot-agent (pid {pid})");
+                delivered = true;
+            }
+            Err(e) => log::warn!("could not signal pilot-agent (pid {pid}): {e}"),
+        }
+    }
+    delivered
+}
+
 /// Sends SIGINT to `pid` (pilot-agent's graceful stop).
-pub fn interrupt(pid: i32) -> std::io::Result<()> {
+fn interrupt(pid: i32) -> std::io::Result<()> {
     // SAFETY: kill takes plain integers; the pid was just read from /proc.
     if unsafe { libc::kill(pid, libc::SIGINT) } == 0 {
         Ok(())

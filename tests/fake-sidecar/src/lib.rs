@@ -1,7 +1,7 @@
 //! A scriptable fake sidecar admin server (Envoy, old Envoy, pilot-agent, Linkerd or
 //! a generic helper), std and libc only, listening on loopback: the one fake that
-//! tandem's integration tests, `make demo` (`examples/fake_sidecar.rs`) and
-//! `make bench` (`examples/bench.rs`) share.
+//! tandem's integration tests, `make demo` (this crate's program, `src/main.rs`) and
+//! `make bench` (`benches/costs/`) share.
 //!
 //! Each parsed request is logged (method, target, header fields, body, `Instant`
 //! and `CLOCK_MONOTONIC` nanoseconds) before its answer is delayed or sent, so
@@ -26,6 +26,10 @@ pub use routes::{Flavor, Response};
 pub use script::{Fault, OnRequest, Script};
 pub use server::{FakeAdmin, Req};
 
+use std::io::{self, Read};
+use std::thread;
+use std::time::{Duration, Instant};
+
 /// The current `CLOCK_MONOTONIC` time in nanoseconds, the clock `Instant` uses on
 /// Linux but cannot expose; log files of several processes can be compared with it.
 pub fn mono_ns() -> u64 {
@@ -40,6 +44,37 @@ pub fn mono_ns() -> u64 {
     let secs = u64::try_from(now.tv_sec).unwrap_or_default();
     let nanos = u64::try_from(now.tv_nsec).unwrap_or_default();
     secs * 1_000_000_000 + nanos
+}
+
+/// Polls `cond` every few milliseconds until it holds or `timeout` passes; `true`
+/// if it held. Tests use it instead of sleeping to synchronize (tini's `busy_wait`).
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        thread::sleep(POLL.min(deadline - now));
+    }
+}
+
+/// Interval of [`wait_until`].
+const POLL: Duration = Duration::from_millis(5);
+
+/// `source.read(buf)`, retried while a signal interrupts it (`EINTR`): the kernel
+/// never restarts a read that has a timeout (`SO_RCVTIMEO`), whatever `SA_RESTART`
+/// says, and `read` itself does not retry as `read_exact` and `read_to_end` do.
+pub fn read_retrying(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match source.read(buf) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
+        }
+    }
 }
 
 /// A xorshift64 generator (Marsaglia 2003): reproducible noise and jitter without
