@@ -9,7 +9,7 @@ use tandem::event::{self, Channel};
 use tandem::exit::{self, Outcome};
 use tandem::signals::{self, Relay, Signals};
 use tandem::termination_message::Target;
-use tandem::{child, install, quit, ready, reap};
+use tandem::{child, install, logger, quit, ready, reap};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -23,7 +23,7 @@ fn main() -> ExitCode {
 /// Start-up, then the task the command line asks for (SPEC §1). `Err` is a
 /// failure that ended tandem before the task did, already logged and told.
 fn lifecycle() -> Result<ExitCode, ExitCode> {
-    tandem::logger::init();
+    logger::init();
     // Where a failure is told (SPEC §7): the variable's until the options are read.
     let mut told = config::termination_log_hint(None, &config::env);
     // Handlers first, before any thread or child exists: the mask and dispositions
