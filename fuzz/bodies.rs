@@ -9,7 +9,8 @@ use std::net::{Shutdown, TcpListener};
 use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
-use tandem::values::{self, HttpUrl};
+use tandem::config::url::{HttpUrl, redact};
+use tandem::config::{boolean, duration};
 use tandem::{cli, config, http, ready};
 
 /// Go's largest duration: what `parse_duration` may return at most.
@@ -23,13 +24,13 @@ pub fn duration(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(d) = values::parse_duration(s) else {
+    let Ok(d) = duration::parse(s) else {
         return;
     };
     assert!(d.as_nanos() <= MAX_NANOS, "{s:?} → {d:?} beyond Go's range");
     assert!(!s.starts_with('-'), "{s:?} is negative but parsed");
     assert!(s.trim() == s, "{s:?} has blanks but parsed");
-    let again = values::parse_duration(&format!("{}ns", d.as_nanos()));
+    let again = duration::parse(&format!("{}ns", d.as_nanos()));
     assert_eq!(again, Ok(d), "{s:?} → {d:?} does not round-trip");
 }
 
@@ -39,7 +40,7 @@ pub fn boolean(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let got = values::parse_bool(s);
+    let got = boolean::parse(s);
     let word = s.trim().to_ascii_lowercase();
     let want = match word.as_str() {
         "true" | "1" | "yes" => Some(true),
@@ -47,7 +48,7 @@ pub fn boolean(data: &[u8]) {
         _ => None,
     };
     assert_eq!(got.ok(), want, "{s:?}");
-    assert_eq!(values::parse_bool(&s.to_ascii_uppercase()), got, "{s:?}");
+    assert_eq!(boolean::parse(&s.to_ascii_uppercase()), got, "{s:?}");
 }
 
 /// URLs: `redact` never panics; a parsed URL is local only for `localhost` or a
@@ -57,7 +58,7 @@ pub fn url(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let redacted = values::redact(s);
+    let redacted = redact(s);
     assert!(redacted.len() <= s.len(), "{s:?} grew when redacted");
     let Ok(url) = HttpUrl::parse(s) else {
         return;
@@ -93,7 +94,7 @@ pub fn url(data: &[u8]) {
 /// `/server_info`: the state read from any body is a slice of it without quotes.
 pub fn server_info(data: &[u8]) {
     let body = String::from_utf8_lossy(data);
-    if let Some(state) = ready::json_state(&body) {
+    if let Some(state) = ready::poller::json_state(&body) {
         assert!(!state.contains('"'), "{body:?} → {state:?}");
         assert!(body.contains(state), "{body:?} → {state:?}");
     }
@@ -168,12 +169,12 @@ pub fn config(data: &[u8]) {
 /// input format as [`config`]: translated into tandem's options, then configured,
 /// it builds or fails with a usage error.
 pub fn linkerd_await(data: &[u8]) {
-    configure(data, tandem::linkerd_await::parse);
+    configure(data, cli::linkerd_await::parse);
 }
 
 /// Splits `data` into arguments and variables, parses the arguments with `parse`
 /// and builds the configuration; any error must be a usage error.
-fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::error::Error>) {
+fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::exit::Error>) {
     let Some((&count, rest)) = data.split_first() else {
         return;
     };
@@ -195,9 +196,9 @@ fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::e
             .find(|(n, _)| n.as_slice() == name.as_bytes())
             .map(|(_, v)| v.clone())
     };
-    let check = |e: &tandem::error::Error| {
+    let check = |e: &tandem::exit::Error| {
         let line = e.to_string();
-        assert_eq!(e.exit_code(), tandem::error::EX_USAGE, "{line}");
+        assert_eq!(e.exit_code(), tandem::exit::EX_USAGE, "{line}");
         assert!(!line.is_empty(), "an empty error");
     };
     let cli = match parse(args) {

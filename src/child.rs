@@ -1,6 +1,6 @@
-//! Starting the app: PATH lookup, its own process group, job control and signal
-//! state set up in the child (`terminal`, `signals`), and exec failures mapped to
-//! 126/127 (SPEC §4, §7).
+//! Starting the app: job control taken, the relay pointed at it, PATH lookup, its
+//! own process group, job control and signal state set up in the child
+//! (`terminal`, `signals`), and exec failures mapped to 126/127 (SPEC §4, §7).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, ErrorKind};
@@ -9,9 +9,29 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::error::Error;
-use crate::signals::AppSignals;
+use crate::config::ForwardTo;
+use crate::event::Events;
+use crate::exit::Error;
+use crate::signals::{AppSignals, Relay};
 use crate::terminal::JobControl;
+
+/// Starts the app once the wait is over, with the relay pointed at it from the
+/// spawn on (signals `pending` since the wait ended included); gives its pid and
+/// the job control that `reap` carries on (SPEC §4).
+pub fn start(
+    command: &OsStr,
+    args: &[OsString],
+    relay: &Relay,
+    pending: &Events,
+    forward_to: ForwardTo,
+) -> Result<(libc::pid_t, Option<JobControl>), Error> {
+    // Only now: tandem leaves the terminal alone while it waits.
+    let job = JobControl::take();
+    let group = forward_to == ForwardTo::Group;
+    let spawn = || self::spawn(command, args, job, relay.app_signals());
+    let pid = relay.spawn_then_relay(group, job, pending, spawn)?;
+    Ok((pid, job))
+}
 
 /// Starts COMMAND with ARGS in a new process group; with `job`, the group takes
 /// the terminal's foreground when tandem had it, so a Ctrl-C reaches the app once

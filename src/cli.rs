@@ -1,44 +1,39 @@
-//! Command-line parsing: one lexopt loop, driven by the `options` table, turns the
-//! arguments into a raw `Cli`: the options as given, and the task they ask for.
-//! Values are validated later, in `config`, beside the variables.
+//! The command line (SPEC §1, §2): one lexopt loop, driven by the `options`
+//! table, turns the arguments into a raw `Cli`: the options as given, and the one
+//! `Task` they ask for. Values are validated later, in `config`, beside the
+//! variables. `help` renders `--help` and `--version`; `linkerd_await` translates
+//! linkerd-await's command line into tandem's.
+
+pub mod help;
+pub mod linkerd_await;
+pub mod options;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use crate::error::Error;
-use crate::options::{self, Kind, Spec, TaskFlag};
+use crate::exit::{self, Error};
+use crate::termination_message::Target;
+use options::{Kind, Spec};
 
-/// What tandem does once it is configured (SPEC §1).
-#[derive(Debug, PartialEq, Eq)]
-pub enum Mode {
+/// What tandem does, as the command line asks (SPEC §1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Task {
     /// Wait, run COMMAND with ARGS, quit, exit with its status.
     Run(OsString, Vec<OsString>),
-    /// Wait for the sidecars, then exit; never send quits.
+    /// `--wait-only`: wait for the sidecars, then exit; never send quits.
     WaitOnly,
-    /// Send the quit requests now, then exit 0.
+    /// `--quit-only`: send the quit requests now, then exit 0.
     QuitOnly,
-}
-
-/// What tandem does instead of reading any configuration.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Action {
-    /// Print usage to stdout.
-    Help,
-    /// Print the version to stdout.
-    Version,
-    /// Copy this binary to DIR/tandem.
+    /// `--install-to DIR`: copy this binary to DIR/tandem.
     InstallTo(PathBuf),
-}
-
-/// What the command line asks for.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Task {
-    /// Configure, then run in this mode.
-    Mode(Mode),
-    /// Act at once; the other options are not even validated.
-    Act(Action),
-    /// Neither a COMMAND nor a task option was given.
-    Missing,
+    /// `--help`: print the usage to stdout.
+    Help,
+    /// `--version`: print the version to stdout.
+    Version,
+    /// Neither a COMMAND nor a task option: a usage error.
+    NoCommand,
 }
 
 /// The command line as given: option values are still raw strings.
@@ -55,7 +50,7 @@ impl Cli {
     pub fn empty() -> Cli {
         Cli {
             given: Vec::new(),
-            task: Task::Missing,
+            task: Task::NoCommand,
         }
     }
 
@@ -77,6 +72,24 @@ impl Cli {
             .filter(move |(name, _)| *name == wanted)
             .filter_map(|(_, value)| value.as_ref())
     }
+}
+
+/// Reads the process's arguments, the program name first: linkerd-await's command
+/// line when invoked by that name (SPEC §2), tandem's otherwise.
+pub fn read(mut args: impl Iterator<Item = OsString>) -> Result<Cli, Error> {
+    if linkerd_await::invoked_as(args.next().as_deref()) {
+        linkerd_await::parse(args)
+    } else {
+        parse(args)
+    }
+}
+
+/// Neither a COMMAND nor a task option: the error, told as any failure is (to
+/// the termination message `told`), then the usage on stderr; exit 64 (SPEC §1).
+pub fn no_command(told: &Target) -> ExitCode {
+    let exit = exit::fail(&Error::Usage("no COMMAND given (try --help)".into()), told);
+    let _ = std::io::stderr().write_all(help::help().as_bytes());
+    exit
 }
 
 /// Parses the arguments after the program name (SPEC §1).
@@ -103,15 +116,15 @@ fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
                     let command = command.to_string_lossy();
                     return Err(format!("{name} takes no COMMAND, got {command:?}").into());
                 }
-                let task = Task::Mode(Mode::Run(command, args));
+                let task = Task::Run(command, args);
                 return Ok(Cli { given, task });
             }
             (_, Some(spec)) => match spec.kind {
                 Kind::Flag => given.push((spec.name, None)),
                 Kind::Value | Kind::Repeated => given.push((spec.name, Some(parser.value()?))),
-                Kind::Task(flag) => match task(flag, &mut parser)? {
+                Kind::Task(row) => match task(row, &mut parser)? {
                     // Help and version win over everything, even what follows.
-                    task @ Task::Act(Action::Help | Action::Version) => {
+                    task @ (Task::Help | Task::Version) => {
                         return Ok(Cli { given, task });
                     }
                     task => {
@@ -126,18 +139,15 @@ fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
             (arg, None) => return Err(arg.unexpected()),
         }
     }
-    let task = chosen.map_or(Task::Missing, |(_, task)| task);
+    let task = chosen.map_or(Task::NoCommand, |(_, task)| task);
     Ok(Cli { given, task })
 }
 
-/// The task a task option asks for, taking its value where it has one.
-fn task(flag: TaskFlag, parser: &mut lexopt::Parser) -> Result<Task, lexopt::Error> {
-    Ok(match flag {
-        TaskFlag::WaitOnly => Task::Mode(Mode::WaitOnly),
-        TaskFlag::QuitOnly => Task::Mode(Mode::QuitOnly),
-        TaskFlag::InstallTo => Task::Act(Action::InstallTo(PathBuf::from(parser.value()?))),
-        TaskFlag::Help => Task::Act(Action::Help),
-        TaskFlag::Version => Task::Act(Action::Version),
+/// The task of a task option's `row`, with its value where it takes one.
+fn task(row: &Task, parser: &mut lexopt::Parser) -> Result<Task, lexopt::Error> {
+    Ok(match row {
+        Task::InstallTo(_) => Task::InstallTo(PathBuf::from(parser.value()?)),
+        other => other.clone(),
     })
 }
 
@@ -151,7 +161,7 @@ mod tests {
 
     fn run_mode(cli: &Cli) -> (String, Vec<String>) {
         match &cli.task {
-            Task::Mode(Mode::Run(cmd, args)) => (
+            Task::Run(cmd, args) => (
                 cmd.to_string_lossy().into_owned(),
                 args.iter()
                     .map(|a| a.to_string_lossy().into_owned())
@@ -196,21 +206,18 @@ mod tests {
 
     #[test]
     fn no_command_and_no_task_leaves_the_task_missing() {
-        assert_eq!(parse_str("--admin http://x").unwrap().task, Task::Missing);
+        assert_eq!(parse_str("--admin http://x").unwrap().task, Task::NoCommand);
     }
 
     #[test]
     fn task_options() {
         let task = |args| parse_str(args).unwrap().task;
-        assert_eq!(task("--wait-only"), Task::Mode(Mode::WaitOnly));
-        assert_eq!(task("--quit-only"), Task::Mode(Mode::QuitOnly));
-        assert_eq!(
-            task("--install-to /x"),
-            Task::Act(Action::InstallTo("/x".into()))
-        );
-        assert_eq!(task("--admin x --help"), Task::Act(Action::Help));
-        assert_eq!(task("--wait-only -h --bogus"), Task::Act(Action::Help));
-        assert_eq!(task("-V"), Task::Act(Action::Version));
+        assert_eq!(task("--wait-only"), Task::WaitOnly);
+        assert_eq!(task("--quit-only"), Task::QuitOnly);
+        assert_eq!(task("--install-to /x"), Task::InstallTo("/x".into()));
+        assert_eq!(task("--admin x --help"), Task::Help);
+        assert_eq!(task("--wait-only -h --bogus"), Task::Help);
+        assert_eq!(task("-V"), Task::Version);
     }
 
     #[test]

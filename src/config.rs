@@ -1,30 +1,35 @@
-//! Turns the raw command line and the environment into a validated `Config`,
-//! applying every rule of SPEC §2: option over variable, presets, precedence,
-//! and "bad values are errors". No I/O: the environment is passed in as a lookup.
-//! Each setting is read through its row of the `options` table, which names the
-//! option and its variables.
+//! The configuration (SPEC §2): the raw command line (`cli`) and the environment
+//! turned into a validated `Config` by every rule: option over variable, presets,
+//! precedence, and "bad values are errors". `build` does no I/O (the environment
+//! is a lookup, for tests and fuzzers); `read` is the process's, and sets up the log.
 //!
-//! `sources` reads one setting (option, then variables) and shapes its errors;
-//! `endpoints` gathers the sidecar URLs and presets; `compat` holds the peers'
-//! variables that tandem validates but barely uses.
+//! Each setting is read through its row of the option table (`cli::options`) by
+//! `sources`, which also shapes every bad-value message; `endpoints` gathers the
+//! sidecar URLs and fills in the `presets` (`--mesh`); `peers` holds the peers'
+//! variables that have no option. Each kind of value has its file: `duration`,
+//! `boolean`, `url`, `list`.
 
-mod compat;
+pub mod boolean;
+pub mod duration;
 mod endpoints;
+pub mod list;
+pub mod peers;
+pub mod presets;
 mod sources;
+pub mod url;
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use log::LevelFilter;
 
-use crate::cli::Cli;
-use crate::error::Error;
+use crate::cli::{Cli, options};
+use crate::exit::Error;
 use crate::logger::{self, Format};
-use crate::options;
-use crate::termination;
-use crate::values::{self, HttpUrl};
+use crate::termination_message;
 use endpoints::Endpoints;
 use sources::{Sources, invalid, parse_with};
+use url::HttpUrl;
 
 /// Default bound on the whole quit phase.
 const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -122,7 +127,7 @@ pub struct Config {
     /// Log line format. Default: text.
     pub log_format: Format,
     /// Where the termination message goes. Default: `/dev/termination-log` if writable.
-    pub termination_log: termination::Target,
+    pub termination_log: termination_message::Target,
     /// Warnings about settings that are valid but have no effect, to log once
     /// the log is set up. Default: none.
     pub warnings: Vec<String>,
@@ -135,6 +140,27 @@ impl Config {
     pub fn has_sidecars(&self) -> bool {
         !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
     }
+}
+
+/// The process's environment, as `read` and the hints look variables up.
+pub fn env(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The configuration of this process, from `cli` and the environment, with the
+/// log set up by it (until then, errors are logged in the format asked for); the
+/// start-up warnings follow (SPEC §2, §8).
+pub fn read(cli: &Cli) -> Result<Config, Error> {
+    logger::set(LevelFilter::Info, log_format_hint(cli, &env));
+    let cfg = build(cli, &env)?;
+    logger::set(cfg.log_level, cfg.log_format);
+    for warning in &cfg.warnings {
+        log::warn!("{warning}");
+    }
+    if let Some(var) = cfg.disabled_by {
+        log::info!("{var} is set: waiting for nothing and stopping nothing");
+    }
+    Ok(cfg)
 }
 
 /// The log format as configured, or text where it is missing or invalid: an error
@@ -153,7 +179,7 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
 pub fn termination_log_hint(
     cli: Option<&Cli>,
     env: &dyn Fn(&str) -> Option<OsString>,
-) -> termination::Target {
+) -> termination_message::Target {
     let empty;
     let cli = match cli {
         Some(cli) => cli,
@@ -163,7 +189,7 @@ pub fn termination_log_hint(
         }
     };
     let src = Sources { cli, env };
-    src.parsed(&options::TERMINATION_LOG, termination::parse)
+    src.parsed(&options::TERMINATION_LOG, termination_message::parse)
         .ok()
         .flatten()
         .unwrap_or_default()
@@ -174,19 +200,19 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let src = Sources { cli, env };
     let log_level = src.parsed(&options::LOG, logger::parse_level)?;
     let log_format = src.parsed(&options::LOG_FORMAT, logger::parse_format)?;
-    let termination_log = src.parsed(&options::TERMINATION_LOG, termination::parse)?;
+    let termination_log = src.parsed(&options::TERMINATION_LOG, termination_message::parse)?;
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
-    let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, values::parse_duration)?;
-    let fail_timeout = src.parsed(&options::FAIL_TIMEOUT, values::parse_duration)?;
-    let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, values::parse_duration)?;
+    let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, duration::parse)?;
+    let fail_timeout = src.parsed(&options::FAIL_TIMEOUT, duration::parse)?;
+    let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, duration::parse)?;
     let poll_max = poll_max(&src)?;
     let forward_to = forward_to(&src)?;
     let mut checks = endpoints.checks();
     let mut quit = quit_config(&src, endpoints, quit_timeout)?;
-    let warnings = compat::no_effect_warnings(&src)?;
+    let warnings = peers::no_effect_warnings(&src)?;
     // linkerd-await's switch: run the app as if tandem were not there.
-    let disabled = src.var(options::LINKERD_DISABLED)?;
+    let disabled = src.var(peers::LINKERD_DISABLED)?;
     if disabled.is_some() {
         checks.clear();
         quit = QuitConfig {
@@ -229,7 +255,7 @@ fn quit_config(
         generic_only: src.flag(&options::GENERIC_QUIT_ONLY)?,
         never_quit: src.flag(&options::NEVER_QUIT)?,
         keep_on_failure: src.flag(&options::KEEP_ON_FAILURE)?,
-        pkill_fallback: compat::pkill_fallback(src)?,
+        pkill_fallback: peers::pkill_fallback(src)?,
         generic: endpoints.generic,
         admin: endpoints.admin,
         istio_quit: endpoints.istio_quit,
@@ -246,7 +272,7 @@ fn poll_max(src: &Sources) -> Result<Duration, Error> {
     let Some(found) = src.get(&options::POLL_MAX)? else {
         return Ok(DEFAULT_POLL_MAX);
     };
-    let d = parse_with(&found, values::parse_duration)?;
+    let d = parse_with(&found, duration::parse)?;
     if d.is_zero() {
         return Err(invalid(
             found.name,

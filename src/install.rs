@@ -3,14 +3,25 @@
 //! so no partial file is ever left behind (SPEC §1).
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::process::ExitCode;
 
-use crate::error::Error;
+use crate::exit::{self, Error};
+use crate::termination_message::Target;
+
+/// Copies the running executable to `dir/tandem`; a failure exits 73 and is told
+/// to the termination message `told` (SPEC §1, §7).
+pub fn install_to(dir: &Path, told: &Target) -> ExitCode {
+    match copy_to(dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit::fail(&e, told),
+    }
+}
 
 /// Copies the running executable to `dir/tandem`, mode 0755.
-pub fn install_to(dir: &Path) -> Result<(), Error> {
+fn copy_to(dir: &Path) -> Result<(), Error> {
     let dest = dir.join("tandem");
     let temp = dir.join(format!(".tandem.{}.tmp", std::process::id()));
     let fail = |what: &str, e: io::Error| Error::Install(format!("{what} {}", dest.display()), e);
@@ -47,7 +58,9 @@ fn create_new(temp: &Path) -> io::Result<File> {
 /// Copies `/proc/self/exe` into `file` and makes it 0755 through the handle, so
 /// no path is looked up again.
 fn copy_exe_into(mut file: File) -> io::Result<()> {
-    let mut exe = File::open("/proc/self/exe")?;
-    io::copy(&mut exe, &mut file)?;
+    // Read whole, into the heap: a copy buffer on the stack would sit in the frame
+    // of `main`, where every run's calls are made, and not only under --install-to.
+    let exe = fs::read("/proc/self/exe")?;
+    file.write_all(&exe)?;
     file.set_permissions(fs::Permissions::from_mode(0o755))
 }

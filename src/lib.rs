@@ -1,4 +1,4 @@
-//! tandem's library: every phase of the lifecycle that `main.rs` tells, one module
+//! tandem's library: every step of the lifecycle that `main.rs` tells, one module
 //! each (ARCHITECTURE.md says which owns what). The binary is `main.rs`; the
 //! library exists so tests, fuzzers and docs can read the option table and the
 //! parsers directly.
@@ -8,27 +8,20 @@
 // (For src only until tests/ and examples/ follow; then it moves to Cargo.toml.)
 #![deny(clippy::multiple_unsafe_ops_per_block)]
 
-pub mod act;
 pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod deadline;
-pub mod error;
 pub mod event;
+pub mod exit;
 pub mod http;
 pub mod install;
-pub mod linkerd_await;
 pub mod logger;
-pub mod mesh;
-pub mod options;
-pub mod outcome;
 pub mod quit;
 pub mod ready;
 pub mod reap;
 pub mod resolve;
-pub mod setup;
 pub mod signals;
 pub mod terminal;
-pub mod termination;
-pub mod values;
+pub mod termination_message;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use log::kv::{self, Key, Source, Value, VisitSource};
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
-use crate::{clock, values};
+use crate::clock;
+use crate::config::{boolean, url};
 
 /// Shape of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub fn parse_level(s: &str) -> Result<LevelFilter, &'static str> {
     } else if is("debug") {
         Ok(LevelFilter::Debug)
     } else {
-        match values::parse_bool(word) {
+        match boolean::parse(word) {
             Ok(true) => Ok(LevelFilter::Info),
             Ok(false) => Ok(LevelFilter::Warn),
             Err(_) => Err("off, error, warn, info or debug (or true/false)"),
@@ -119,7 +120,7 @@ impl Log for Logger {
         } else {
             // A library's message may quote a URL anywhere (SPEC §8); it is shown
             // as a debug line named after its source, whatever its own level.
-            let msg = format!("{target}: {}", values::redact(&record.args().to_string()));
+            let msg = format!("{target}: {}", url::redact(&record.args().to_string()));
             let target_field = ("target", target);
             format_line(json, Level::Debug, &clock::now_utc(), &msg, &target_field)
         };

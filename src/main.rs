@@ -1,17 +1,15 @@
-//! tandem: wait for the sidecars, run the app, quit the sidecars, exit with the
-//! app's status. `main` is the story; each step lives in its own module
-//! (ARCHITECTURE.md).
+//! tandem: wait for the sidecars, run the app, quit the sidecars, exit with the app's
+//! status. `main` tells it step by step; each step is the module it names.
 
-use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
-use tandem::cli::Mode;
-use tandem::config::{Config, ForwardTo};
+use tandem::cli::{self, Cli, Task, help};
+use tandem::config::{self, Config};
 use tandem::event::{self, Channel};
-use tandem::outcome::Outcome;
-use tandem::signals::{self, Relay};
-use tandem::terminal::JobControl;
-use tandem::{act, child, quit, ready, reap, setup, termination};
+use tandem::exit::{self, Outcome};
+use tandem::signals::{self, Relay, Signals};
+use tandem::termination_message::Target;
+use tandem::{child, install, logger, quit, ready, reap};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -19,67 +17,64 @@ use tandem::{act, child, quit, ready, reap, setup, termination};
 static BEFORE_RUNTIME: extern "C" fn() = signals::before_runtime;
 
 fn main() -> ExitCode {
-    match lifecycle() {
-        Ok(outcome) => ExitCode::from(outcome.status()),
-        Err(done) => done,
-    }
+    lifecycle().unwrap_or_else(|failed| failed)
 }
 
-/// Set up, then run the mode asked for. `Err` means tandem is done before any
-/// mode runs: an action (`--help`, `--version`, `--install-to`) or a failure.
-fn lifecycle() -> Result<Outcome, ExitCode> {
-    tandem::logger::init();
+/// Start-up, then the task the command line asks for (SPEC §1). `Err` is a
+/// failure that ended tandem before the task did, already logged and told.
+fn lifecycle() -> Result<ExitCode, ExitCode> {
+    logger::init();
+    // Where a failure is told (SPEC §7): the variable's until the options are read.
+    let mut told = config::termination_log_hint(None, &config::env);
     // Handlers first, before any thread or child exists: the mask and dispositions
     // set there are what every later thread and the app inherit.
-    let early = setup::early_termination_log();
-    let signals = signals::register().map_err(|e| act::fail(&e, &early))?;
-    let (mode, cfg) = setup::configure(std::env::args_os(), &early)?;
-    let channel = event::channel();
-    // The relay thread is left to die with the process: a handler may write to its
-    // pipe until the very end, and stopping it would only cost system calls.
-    let relay = Relay::start(signals, channel.sender.clone())
-        .map_err(|e| act::fail(&e, &cfg.termination_log))?;
-    let (outcome, quit_failed) = match &mode {
-        Mode::WaitOnly => {
-            let waited = ready::wait(&cfg.ready, &channel, false);
-            (waited.err().unwrap_or(Outcome::Exited(0)), None)
+    let signals = signals::register().map_err(|e| exit::fail(&e, &told))?;
+    let cli = cli::read(std::env::args_os()).map_err(|e| exit::fail(&e, &told))?;
+    told = config::termination_log_hint(Some(&cli), &config::env);
+    match &cli.task {
+        // Done at once: nothing else is read, contacted or started.
+        Task::Help => Ok(help::print(&help::help())),
+        Task::Version => Ok(help::print(&help::version())),
+        Task::InstallTo(dir) => Ok(install::install_to(dir, &told)),
+        Task::NoCommand => Ok(cli::no_command(&told)),
+        Task::WaitOnly => {
+            let Started(cfg, _relay, channel) = start(&cli, signals, &mut told)?;
+            let end = ready::wait_only(&cfg.ready, &channel);
+            Ok(exit::finish(&end, None, &told))
         }
-        Mode::QuitOnly => {
-            let done = Outcome::Exited(0);
-            let quit_failed = quit::after(&cfg.quit, &done);
-            (done, quit_failed)
+        Task::QuitOnly => {
+            let Started(cfg, _relay, _channel) = start(&cli, signals, &mut told)?;
+            let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0));
+            Ok(exit::finish(&Outcome::Exited(0), quit_failed, &told))
         }
-        Mode::Run(command, args) => run(&cfg, &relay, &channel, command, args),
-    };
-    // Why tandem ended the run, for `kubectl describe pod` (SPEC §7).
-    if let Some(why) = termination::message(termination::reason(&outcome), quit_failed) {
-        termination::write(&cfg.termination_log, &why);
+        // Wait → run → quit → the app's status (SPEC §3–§5).
+        Task::Run(cmd, args) => {
+            let Started(cfg, relay, channel) = start(&cli, signals, &mut told)?;
+            reap::become_subreaper();
+            let outcome = match ready::wait(&cfg.ready, &channel, true) {
+                Err(end) => end,
+                Ok(()) => child::start(cmd, args, &relay, &channel.events, cfg.forward_to)
+                    .and_then(|(pid, job)| reap::wait_for(pid, &relay, job))
+                    .unwrap_or_else(Outcome::Failed),
+            };
+            outcome.log(cfg.has_sidecars());
+            let quit_failed = quit::after(&cfg.quit, &outcome);
+            Ok(exit::finish(&outcome, quit_failed, &told))
+        }
     }
-    Ok(outcome)
 }
 
-/// Wait → run → quit → the app's status (SPEC §3–§5), and the failed quit, if any.
-fn run(
-    cfg: &Config,
-    relay: &Relay,
-    channel: &Channel,
-    cmd: &OsStr,
-    args: &[OsString],
-) -> (Outcome, Option<String>) {
-    reap::become_subreaper();
-    let outcome = match ready::wait(&cfg.ready, channel, true) {
-        Err(end) => end,
-        Ok(()) => {
-            // Only now: tandem leaves the terminal alone while it waits.
-            let job = JobControl::take();
-            let group = cfg.forward_to == ForwardTo::Group;
-            let spawn = || child::spawn(cmd, args, job, relay.app_signals());
-            let started = relay.spawn_then_relay(group, job, &channel.events, spawn);
-            let ended = started.and_then(|pid| reap::wait_for(pid, relay, job));
-            ended.unwrap_or_else(Outcome::Failed)
-        }
-    };
-    outcome.log(cfg.has_sidecars());
-    let quit_failed = quit::after(&cfg.quit, &outcome);
-    (outcome, quit_failed)
+/// What every task but the answers needs: the configuration, the relay, its channel.
+struct Started(Config, Relay, Channel);
+
+/// Reads the configuration (the log set up by it, failures told where it says from
+/// now on) and starts the relay (SPEC §2, §4).
+fn start(cli: &Cli, signals: Signals, told: &mut Target) -> Result<Started, ExitCode> {
+    let cfg = config::read(cli).map_err(|e| exit::fail(&e, told))?;
+    *told = cfg.termination_log.clone();
+    quit::warn_about_ignored(&cfg.quit);
+    let channel = event::channel();
+    // The relay thread lives as long as the process: a handler may write until the end.
+    let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| exit::fail(&e, told))?;
+    Ok(Started(cfg, relay, channel))
 }

@@ -15,8 +15,8 @@ mod sidecar;
 use std::time::{Duration, Instant};
 
 use crate::config::{PkillFallback, QuitConfig};
+use crate::exit::Outcome;
 use crate::http;
-use crate::outcome::Outcome;
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
 
@@ -160,7 +160,7 @@ mod tests {
     use std::collections::HashMap;
     use std::ffi::OsString;
 
-    use crate::values::HttpUrl;
+    use crate::config::url::HttpUrl;
 
     const GENERIC: &str = "http://127.0.0.1:8080/quit";
 

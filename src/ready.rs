@@ -1,21 +1,23 @@
 //! Waiting for readiness (SPEC §3): whether to wait at all, then a poller thread
 //! that checks every sidecar with a capped backoff while the main thread waits
-//! for the first of "ready", a terminating signal or a timeout.
+//! for the first of "ready", a terminating signal or a timeout. `poller` is the
+//! poller thread.
+
+pub mod poller;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ureq::Agent;
-
-use crate::config::{Check, ReadyConfig};
+use crate::config::ReadyConfig;
+use crate::config::duration;
+use crate::deadline;
 use crate::event::{Channel, Event, Events, Sender};
-use crate::outcome::Outcome;
+use crate::exit::Outcome;
 use crate::signals::TERMINATING;
-use crate::values::format_duration;
-use crate::{deadline, http};
+use poller::poll_until_ready;
 
 /// How the wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,14 +31,6 @@ enum WaitEnd {
     /// A terminating signal arrived.
     Interrupted(i32),
 }
-
-/// First interval between polls; it grows ×1.5 up to `poll_max`.
-const FIRST_INTERVAL: Duration = Duration::from_millis(10);
-/// First progress line after this long, then one every `PROGRESS_EVERY`.
-const FIRST_PROGRESS: Duration = Duration::from_secs(2);
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-/// 404s in a row after which the progress line calls the URL wrong.
-const NOT_FOUND_HINT_AFTER: u32 = 3;
 
 /// Waits for the sidecars as `cfg` says (SPEC §3): `Ok` when the app (or the
 /// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
@@ -60,7 +54,7 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
     match end {
         WaitEnd::Ready => Ok(()),
         WaitEnd::TimedOut => {
-            let limit = format_duration(cfg.wait_timeout.unwrap_or_default());
+            let limit = duration::format(cfg.wait_timeout.unwrap_or_default());
             log::warn!(
                 "sidecars not ready within {limit} (--wait-timeout/WAIT_FOR_ENVOY_TIMEOUT): starting the app anyway"
             );
@@ -72,7 +66,7 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
             } else {
                 ""
             };
-            let limit = format_duration(cfg.fail_timeout.unwrap_or_default());
+            let limit = duration::format(cfg.fail_timeout.unwrap_or_default());
             let line = format!(
                 "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
             );
@@ -81,6 +75,14 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
         }
         WaitEnd::Interrupted(sig) => Err(Outcome::Interrupted(sig)),
     }
+}
+
+/// `--wait-only` (SPEC §1): the same wait, with nothing to start after it; done
+/// (exit 0) when ready or after `--wait-timeout`.
+pub fn wait_only(cfg: &ReadyConfig, channel: &Channel) -> Outcome {
+    wait(cfg, channel, false)
+        .err()
+        .unwrap_or(Outcome::Exited(0))
 }
 
 /// Polls until every check passes or the wait is cut short.
@@ -141,198 +143,4 @@ fn wait_until_ready(
         let _ = poller.join();
     }
     outcome
-}
-
-/// The state of one check between polls.
-struct Probe {
-    check: Check,
-    ready: bool,
-    /// `/ready` answered 404 once: ask `/server_info` directly from then on.
-    old_envoy: bool,
-    last: String,
-    /// Polls in a row answered 404 (for Envoy: `/ready` and `/server_info` both).
-    not_found: u32,
-}
-
-fn poll_until_ready(
-    checks: Vec<Check>,
-    poll_max: Duration,
-    stop: &AtomicBool,
-    sender: &Sender,
-    start: Instant,
-    answers: &Mutex<String>,
-) {
-    let agent = http::agent();
-    let mut probes: Vec<Probe> = checks
-        .into_iter()
-        .map(|check| Probe {
-            check,
-            ready: false,
-            old_envoy: false,
-            last: "not asked yet".into(),
-            not_found: 0,
-        })
-        .collect();
-    log::info!("waiting for {}", describe(&probes, false));
-    let mut interval = FIRST_INTERVAL;
-    let mut polls: u64 = 0;
-    let mut next_progress = start + FIRST_PROGRESS;
-    while !stop.load(Ordering::Relaxed) {
-        polls += 1;
-        for probe in probes.iter_mut().filter(|p| !p.ready) {
-            poll(&agent, probe);
-        }
-        if let Ok(mut last) = answers.lock() {
-            *last = describe(&probes, true);
-        }
-        if probes.iter().all(|p| p.ready) {
-            log_ready(start.elapsed(), polls);
-            let _ = sender.send(Event::Ready);
-            return;
-        }
-        if Instant::now() >= next_progress {
-            log::info!(
-                "still waiting after {} ({polls} polls): {}",
-                format_duration(start.elapsed()),
-                describe(&probes, true)
-            );
-            next_progress += PROGRESS_EVERY;
-        }
-        // Parked, not slept, so an abandoned wait ends the poller at once.
-        thread::park_timeout(interval);
-        interval = (interval * 3 / 2).min(poll_max);
-    }
-}
-
-/// The "ready" line, with how long it took.
-fn log_ready(waited: Duration, polls: u64) {
-    let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-    log::info!(
-        waited_ms, polls;
-        "sidecars ready after {} ({polls} polls)",
-        format_duration(waited)
-    );
-}
-
-fn describe(probes: &[Probe], with_answers: bool) -> String {
-    let parts: Vec<String> = probes
-        .iter()
-        .map(|p| {
-            let name = match &p.check {
-                Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
-                Check::Url(url) => url.redacted(),
-            };
-            if !with_answers {
-                name
-            } else if p.not_found >= NOT_FOUND_HINT_AFTER {
-                // A starting sidecar answers 503 or refuses; 404 means nothing
-                // there has that path: a wrong URL or port (SPEC §3, issue 10).
-                let check = match &p.check {
-                    Check::Envoy(_) => "ENVOY_ADMIN_API/--admin (the admin base URL, no path)",
-                    Check::Url(_) => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",
-                };
-                format!(
-                    "{name}: {} (probably the wrong URL or port, not a sidecar still starting: check {check})",
-                    p.last
-                )
-            } else {
-                format!("{name}: {}", p.last)
-            }
-        })
-        .collect();
-    parts.join(", ")
-}
-
-fn poll(agent: &Agent, probe: &mut Probe) {
-    let answer = match &probe.check {
-        Check::Url(url) => http::get_status(agent, &url.raw).map(|s| ((200..300).contains(&s), s)),
-        Check::Envoy(admin) if !probe.old_envoy => {
-            match http::get_status(agent, &admin.join("/ready")) {
-                Ok(404) => {
-                    log::debug!(
-                        "{}/ready answered 404: asking /server_info",
-                        admin.redacted()
-                    );
-                    probe.old_envoy = true;
-                    server_info_live(agent, &admin.join("/server_info"))
-                }
-                other => other.map(|s| (s == 200, s)),
-            }
-        }
-        Check::Envoy(admin) => server_info_live(agent, &admin.join("/server_info")),
-    };
-    match answer {
-        Ok((ready, status)) => {
-            probe.ready = ready;
-            probe.last = status.to_string();
-            probe.not_found = if status == 404 {
-                probe.not_found + 1
-            } else {
-                0
-            };
-        }
-        Err(failure) => {
-            probe.last = failure.what;
-            probe.not_found = 0;
-        }
-    }
-    log::debug!(
-        "poll {}: {}",
-        describe(std::slice::from_ref(probe), false),
-        probe.last
-    );
-}
-
-/// Envoy before `/ready`: ready when `/server_info` says `"state": "LIVE"`.
-fn server_info_live(agent: &Agent, url: &str) -> Result<(bool, u16), http::Failure> {
-    let (status, body) = http::get_text(agent, url)?;
-    Ok((status == 200 && json_state(&body) == Some("LIVE"), status))
-}
-
-/// The string value of the top-level-looking `"state"` key, found without a JSON
-/// library: Envoy prints `"state": "LIVE"` once, and its value has no escapes.
-/// Public for the fuzzer (`fuzz/bodies.rs`), which feeds it arbitrary bodies.
-pub fn json_state(body: &str) -> Option<&str> {
-    let after_key = &body[body.find("\"state\"")? + "\"state\"".len()..];
-    let after_colon = after_key.trim_start().strip_prefix(':')?.trim_start();
-    let value = after_colon.strip_prefix('"')?;
-    Some(&value[..value.find('"')?])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_info_state_is_read_from_envoy_json() {
-        let live = "{\n \"version\": \"abc/1.0\",\n \"state\": \"LIVE\",\n \"uptime\": \"3s\"\n}";
-        assert_eq!(json_state(live), Some("LIVE"));
-        assert_eq!(
-            json_state("{\"state\":\"PRE_INITIALIZING\"}"),
-            Some("PRE_INITIALIZING")
-        );
-        for bad in [
-            "",
-            "{}",
-            "{\"state\": LIVE}",
-            "{\"state\"",
-            "{\"state\": \"LIVE",
-            "\u{0}\"state\":",
-        ] {
-            assert_ne!(json_state(bad), Some("LIVE"), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn backoff_reaches_poll_max_and_stays_there() {
-        let poll_max = Duration::from_millis(250);
-        let mut interval = FIRST_INTERVAL;
-        let mut total = Duration::ZERO;
-        for _ in 0..100 {
-            total += interval;
-            interval = (interval * 3 / 2).min(poll_max);
-        }
-        assert_eq!(interval, poll_max);
-        assert!(total < Duration::from_secs(30));
-    }
 }

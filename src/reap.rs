@@ -4,8 +4,7 @@
 
 use std::io;
 
-use crate::error::Error;
-use crate::outcome::Outcome;
+use crate::exit::{Error, Outcome};
 use crate::signals::Relay;
 use crate::terminal::JobControl;
 

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
-use crate::error::Error;
+use crate::exit::Error;
 use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
 pub use relay::Relay;

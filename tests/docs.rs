@@ -8,7 +8,9 @@
 //! After a deliberate change to `--help`: `SNAPSHOTS=overwrite cargo test docs::`.
 
 use crate::support::{RUN_TIMEOUT, run, tandem};
-use tandem::options::{self, HELP_WIDTH, OPTIONS};
+use tandem::cli::help::HELP_WIDTH;
+use tandem::cli::options::OPTIONS;
+use tandem::config::peers;
 
 /// The `--help` text, from the built binary.
 fn help() -> String {
@@ -35,7 +37,7 @@ fn variables() -> Vec<&'static str> {
         .iter()
         .flat_map(|spec| spec.vars.iter().copied())
         .collect();
-    vars.push(options::ALWAYS_KILL_ENVOY);
+    vars.push(peers::ALWAYS_KILL_ENVOY);
     vars
 }
 
@@ -83,8 +85,8 @@ fn help_names_every_option_and_variable_of_the_table() {
 /// The peers' variables that no option names: honoured ones, then those accepted
 /// with a warning (SPEC §2: the README lists each one).
 fn compat_variables() -> Vec<&'static str> {
-    let mut vars = options::COMPAT_HONOURED.to_vec();
-    vars.extend(options::NO_EFFECT.iter().map(|item| item.var));
+    let mut vars = peers::HONOURED.to_vec();
+    vars.extend(peers::NO_EFFECT.iter().map(|item| item.var));
     vars
 }
 

@@ -2,11 +2,12 @@
 //! explicit was (SPEC §2, §6).
 
 use super::Check;
+use super::presets::{self, Preset, Role};
 use super::sources::{Sources, invalid, parse_url, parse_with};
-use crate::error::Error;
-use crate::mesh::{self, Preset, Role};
-use crate::options;
-use crate::values::{self, HttpUrl};
+use super::url::{self, HttpUrl};
+use super::{list, peers};
+use crate::cli::options;
+use crate::exit::Error;
 
 /// The sidecar URLs as set, with the `--mesh` presets filled in.
 pub(super) struct Endpoints {
@@ -31,15 +32,15 @@ impl Endpoints {
             generic: src.url_list(&options::QUIT)?,
         };
         // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
-        if let Some(found) = src.var(&[options::GENERIC_READY_ENDPOINTS])? {
-            for item in values::split_list(&found.value) {
+        if let Some(found) = src.var(&[peers::GENERIC_READY_ENDPOINTS])? {
+            for item in list::split(&found.value) {
                 endpoints.ready.push(parse_url(&found, item)?);
             }
         }
         for found in &src.list(&options::MESH)? {
-            for name in values::split_list(&found.value) {
-                let preset = mesh::find(name).ok_or_else(|| {
-                    invalid(found.name, name, &format!("a preset: {}", mesh::NAMES))
+            for name in list::split(&found.value) {
+                let preset = presets::find(name).ok_or_else(|| {
+                    invalid(found.name, name, &format!("a preset: {}", presets::NAMES))
                 })?;
                 endpoints.add(preset, src)?;
             }
@@ -51,7 +52,7 @@ impl Endpoints {
     fn add(&mut self, preset: &Preset, src: &Sources) -> Result<(), Error> {
         let port = match preset.port_var {
             Some(var) => match src.var(&[var])? {
-                Some(found) => Some(parse_with(&found, values::parse_port_number)?),
+                Some(found) => Some(parse_with(&found, url::parse_port_number)?),
                 None => None,
             },
             None => None,

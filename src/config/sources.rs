@@ -3,10 +3,12 @@
 
 use std::ffi::OsString;
 
+use super::duration::{self, EXPECTED_DURATION};
+use super::url::{self, EXPECTED_URL, HttpUrl, Scheme};
+use super::{boolean, list};
 use crate::cli::Cli;
-use crate::error::Error;
-use crate::options::Spec;
-use crate::values::{self, HttpUrl, Scheme};
+use crate::cli::options::Spec;
+use crate::exit::Error;
 
 /// A value found for a setting, with the name it was found under (for errors).
 pub(super) struct Found {
@@ -64,7 +66,7 @@ impl Sources<'_> {
         let mut any = false;
         for &name in vars {
             if let Some(found) = self.var(&[name])? {
-                any |= parse_with(&found, values::parse_bool)?;
+                any |= parse_with(&found, boolean::parse)?;
             }
         }
         Ok(any)
@@ -90,7 +92,7 @@ impl Sources<'_> {
     pub(super) fn url_list(&self, spec: &'static Spec) -> Result<Vec<HttpUrl>, Error> {
         let mut urls = Vec::new();
         for found in &self.list(spec)? {
-            for item in values::split_list(&found.value) {
+            for item in list::split(&found.value) {
                 urls.push(parse_url(found, item)?);
             }
         }
@@ -122,15 +124,36 @@ pub(super) fn parse_with<T>(
 
 /// [`invalid`], naming the corrected value where the fix is obvious.
 pub(super) fn invalid_fixable(name: &str, value: &str, expected: &str) -> Error {
-    match values::likely_fix(value, expected) {
+    match likely_fix(value, expected) {
         Some(fix) => invalid(name, value, &format!("{expected} (did you mean {fix}?)")),
         None => invalid(name, value, expected),
     }
 }
 
+/// The value the user most likely meant, when a rejected `value` is one obvious
+/// step from a valid one: a bare number given as a duration (`30` for `30s`, as
+/// scuttle's users write seconds), or a URL without its scheme
+/// (`127.0.0.1:15000`). `expected` is what the parser answered.
+fn likely_fix(value: &str, expected: &str) -> Option<String> {
+    let candidate = if expected == EXPECTED_DURATION {
+        let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        number.then(|| format!("{value}s"))?
+    } else if expected == EXPECTED_URL && !value.contains("://") {
+        format!("http://{value}")
+    } else {
+        return None;
+    };
+    let valid = if expected == EXPECTED_DURATION {
+        duration::parse(&candidate).is_ok()
+    } else {
+        HttpUrl::parse(&candidate).is_ok()
+    };
+    valid.then_some(candidate)
+}
+
 pub(super) fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
     // Even a bad URL may carry a password: the error line shows it redacted (SPEC §8).
-    let shown = values::redact(item);
+    let shown = url::redact(item);
     let url =
         HttpUrl::parse(item).map_err(|expected| invalid_fixable(found.name, &shown, expected))?;
     if url.scheme == Scheme::Https && !cfg!(feature = "rustls") {
@@ -141,4 +164,27 @@ pub(super) fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
         ));
     }
     Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn likely_fix_only_where_the_fix_is_valid() {
+        let url = HttpUrl::parse("x").unwrap_err();
+        let dur = duration::parse("x").unwrap_err();
+        assert_eq!(likely_fix("30", dur).as_deref(), Some("30s"));
+        assert_eq!(likely_fix("0.5", dur).as_deref(), Some("0.5s"));
+        assert_eq!(likely_fix("1.2.3", dur), None);
+        assert_eq!(likely_fix("", dur), None);
+        assert_eq!(likely_fix("5m30", dur), None);
+        assert_eq!(
+            likely_fix("localhost:4191", url).as_deref(),
+            Some("http://localhost:4191")
+        );
+        assert_eq!(likely_fix("ftp://x", url), None);
+        assert_eq!(likely_fix("a b", url), None);
+        assert_eq!(likely_fix("30", "something else"), None);
+    }
 }

@@ -24,7 +24,7 @@ fn all_variables() -> Vec<&'static str> {
     options::OPTIONS
         .iter()
         .flat_map(|spec| spec.vars.iter().copied())
-        .chain([options::ALWAYS_KILL_ENVOY])
+        .chain([peers::ALWAYS_KILL_ENVOY])
         .collect()
 }
 
@@ -59,7 +59,7 @@ fn defaults() -> Config {
         forward_to: ForwardTo::Child,
         log_level: LevelFilter::Info,
         log_format: Format::Text,
-        termination_log: crate::termination::Target::Kubernetes,
+        termination_log: crate::termination_message::Target::Kubernetes,
         warnings: vec![],
         disabled_by: None,
     }
@@ -136,11 +136,11 @@ fn every_variable_is_read_and_has_its_effect() {
         ("SCUTTLE_SLEEP_1", "3", |c| {
             c.warnings = vec![format!(
                 "SCUTTLE_SLEEP_1=\"3\" has no effect: {}",
-                crate::options::NO_EFFECT[2].why
+                peers::NO_EFFECT[2].why
             )]
         }),
         ("TANDEM_TERMINATION_LOG", "off", |c| {
-            c.termination_log = crate::termination::Target::Off
+            c.termination_log = crate::termination_message::Target::Off
         }),
         ("SCUTTLE_LOGGING", "false", |c| {
             c.log_level = LevelFilter::Warn
@@ -917,7 +917,7 @@ fn no_text_makes_url_handling_panic() {
     let mut noise = Noise(0x2545_f491_4f6c_dd1d);
     for _ in 0..50_000 {
         let text = noise.text();
-        let _ = values::redact(&text);
+        let _ = url::redact(&text);
         if let Ok(url) = HttpUrl::parse(&text) {
             let _ = (url.is_local(), url.join("/ready"), url.with_port(15020));
             let redacted = url.redacted();

@@ -8,7 +8,7 @@ use log::Level;
 /// enabled") is an error, since the Pod will not complete (SPEC §8), and its
 /// line is returned.
 pub(super) fn log_result(url: &str, result: &Result<u16, http::Failure>) -> Option<String> {
-    let shown = crate::values::redact(url);
+    let shown = crate::config::url::redact(url);
     let (line, failed) = match result {
         Ok(status) => match not_enabled_hint(url, *status) {
             Some(hint) => (format!("quit POST {shown}: {status} ({hint})"), true),
@@ -57,7 +57,7 @@ fn not_enabled_hint(url: &str, status: u16) -> Option<&'static str> {
 /// Cloud SQL Auth Proxy serves `/quitquitquit` on its admin port 9091 only when
 /// started with `--quitquitquit` (SPEC §6).
 fn refused_hint(url: &str, failure: &http::Failure) -> Option<&'static str> {
-    let cloudsql = crate::values::HttpUrl::parse(url)
+    let cloudsql = crate::config::url::HttpUrl::parse(url)
         .is_ok_and(|u| u.port == 9091 && path_of(url) == "/quitquitquit");
     (cloudsql && failure.no_connection)
         .then_some("nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit")

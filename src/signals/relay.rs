@@ -13,8 +13,8 @@ use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 use super::disposition::block;
 use super::origin::Origin;
 use super::{AppSignals, FATAL, Signals, fatal, relayed};
-use crate::error::Error;
 use crate::event::{Event, Events, Sender};
+use crate::exit::Error;
 use crate::terminal::JobControl;
 
 /// Where a signal goes right now.

@@ -1,12 +1,10 @@
 //! The termination message (SPEC §7): when tandem ends a run for a reason of its
-//! own, one line saying why goes to the file Kubernetes shows in `kubectl
-//! describe pod` and the Job's status, after the logs may be gone.
+//! own (`exit::Outcome::reason`), one line saying why goes to the file Kubernetes
+//! shows in `kubectl describe pod` and the Job's status, after the logs may be gone.
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
-
-use crate::outcome::Outcome;
 
 /// Where Kubernetes mounts the termination message file in every container.
 const KUBERNETES_PATH: &str = "/dev/termination-log";
@@ -34,19 +32,6 @@ pub fn parse(s: &str) -> Result<Target, &'static str> {
         Err("a file path, or off")
     } else {
         Ok(Target::Path(PathBuf::from(s)))
-    }
-}
-
-/// Why the run ended for a reason of tandem's own, if it did; `None` when the
-/// app ran and its own status is the whole story.
-pub fn reason(outcome: &Outcome) -> Option<String> {
-    match outcome {
-        Outcome::Exited(_) | Outcome::Killed(_) => None,
-        Outcome::Interrupted(sig) => Some(format!(
-            "tandem got signal {sig} while waiting for the sidecars: the app never started"
-        )),
-        Outcome::NotReady(why) => Some(why.clone()),
-        Outcome::Failed(e) => Some(e.to_string()),
     }
 }
 
@@ -89,7 +74,7 @@ pub fn write(target: &Target, message: &str) {
 /// `message` as one line of at most 4 KiB: newlines become blanks, URLs lose
 /// their `user:password@`, and a long one is cut at a character boundary.
 fn one_line(message: &str) -> String {
-    let mut line: String = crate::values::redact(message)
+    let mut line: String = crate::config::url::redact(message)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
@@ -126,15 +111,10 @@ mod tests {
     }
 
     #[test]
-    fn only_tandems_own_reasons_make_a_message() {
-        assert_eq!(reason(&Outcome::Exited(3)), None);
-        assert_eq!(reason(&Outcome::Killed(9)), None);
-        assert!(
-            reason(&Outcome::Interrupted(15))
-                .unwrap()
-                .contains("signal 15")
-        );
+    fn a_message_joins_the_reason_and_a_failed_quit() {
         assert_eq!(message(None, None), None);
+        assert_eq!(message(Some("a".into()), None), Some("a".into()));
+        assert_eq!(message(None, Some("b".into())), Some("b".into()));
         assert_eq!(
             message(Some("a".into()), Some("b".into())),
             Some("a; then b".into())

@@ -2,18 +2,12 @@
 //! error messages name and `config` reads (with the option's variables) (SPEC §1, §2).
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
-//! in `config` (or, for a task like `--wait-only`, a `TaskFlag` read by `cli`).
-//! `help` renders `--help` from the table; `compat` lists the peers' variables
-//! that have no option.
+//! in `config` (or, for a task like `--wait-only`, its `Task`). The peers'
+//! variables that have no option are `config::peers`'.
 
-mod compat;
-mod help;
+use std::path::PathBuf;
 
-pub use compat::{
-    ALWAYS_KILL_ENVOY, COMPAT_HONOURED, GENERIC_READY_ENDPOINTS, ISTIO_FALLBACK_PKILL,
-    LINKERD_DISABLED, NO_EFFECT, NoEffect, Shape,
-};
-pub use help::{HELP_WIDTH, help, version};
+use super::Task;
 
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,23 +18,8 @@ pub enum Kind {
     Value,
     /// One value each time, all kept in order: `--quit URL`.
     Repeated,
-    /// Chooses what tandem does instead of running COMMAND (`cli::Task`).
-    Task(TaskFlag),
-}
-
-/// The options that choose a task instead of running COMMAND.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskFlag {
-    /// `--wait-only`
-    WaitOnly,
-    /// `--quit-only`
-    QuitOnly,
-    /// `--install-to DIR`
-    InstallTo,
-    /// `--help`
-    Help,
-    /// `--version`
-    Version,
+    /// Chooses what tandem does instead of running COMMAND.
+    Task(&'static Task),
 }
 
 /// One row of the option table.
@@ -202,23 +181,28 @@ pub const TERMINATION_LOG: Spec = Spec {
     ..Spec::new("--termination-log", Kind::Value)
 };
 /// `--wait-only`
-pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(TaskFlag::WaitOnly));
+pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(&Task::WaitOnly));
 /// `--quit-only`
-pub const QUIT_ONLY: Spec = Spec::new("--quit-only", Kind::Task(TaskFlag::QuitOnly));
+pub const QUIT_ONLY: Spec = Spec::new("--quit-only", Kind::Task(&Task::QuitOnly));
 /// `--install-to DIR`
 pub const INSTALL_TO: Spec = Spec {
+    name: "--install-to",
+    short: None,
+    // The row's directory stays empty: `cli` puts the option's value in its place.
+    kind: Kind::Task(&Task::InstallTo(PathBuf::new())),
     value: "DIR",
-    ..Spec::new("--install-to", Kind::Task(TaskFlag::InstallTo))
+    vars: &[],
+    help: "",
 };
 /// `--help`, `-h`
 pub const HELP: Spec = Spec {
     short: Some('h'),
-    ..Spec::new("--help", Kind::Task(TaskFlag::Help))
+    ..Spec::new("--help", Kind::Task(&Task::Help))
 };
 /// `--version`, `-V`
 pub const VERSION: Spec = Spec {
     short: Some('V'),
-    ..Spec::new("--version", Kind::Task(TaskFlag::Version))
+    ..Spec::new("--version", Kind::Task(&Task::Version))
 };
 
 /// Every option, in `--help` order.
@@ -266,7 +250,6 @@ pub fn find_short(letter: char) -> Option<&'static Spec> {
 
 #[cfg(test)]
 mod tests {
-    use super::help::HELP_COLUMN;
     use super::*;
 
     #[test]
@@ -291,30 +274,5 @@ mod tests {
                 assert!(spec.help.contains(var), "{}: help lacks {var}", spec.name);
             }
         }
-    }
-
-    #[test]
-    fn help_names_every_option_and_each_takes_a_value_only_with_a_placeholder() {
-        let help = help();
-        for spec in OPTIONS {
-            assert!(help.contains(spec.name), "help lacks {}", spec.name);
-            let takes_value = matches!(spec.kind, Kind::Value | Kind::Repeated);
-            if !matches!(spec.kind, Kind::Task(_)) {
-                assert_eq!(takes_value, !spec.value.is_empty(), "{}", spec.name);
-            }
-        }
-    }
-
-    #[test]
-    fn help_lines_line_up_after_the_longest_option() {
-        let help = help();
-        let line = help
-            .lines()
-            .find(|l| l.starts_with("  --generic-quit-only"))
-            .unwrap();
-        assert_eq!(&line[HELP_COLUMN..HELP_COLUMN + 9], "only POST");
-        assert!(help.contains(
-            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]\n"
-        ));
     }
 }

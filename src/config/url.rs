@@ -1,170 +1,16 @@
-//! Parsers for configuration values: Go-style durations, lenient booleans,
-//! `http(s)://` URLs (with locality and redaction) and comma-separated lists.
-//! Each parser says what it expected; the caller adds the variable or option name.
+//! Sidecar URLs (SPEC §2, §5, §8): `http(s)://` parsed and validated, whether the
+//! host is local, the paths tandem adds, and `user:password@` removed for logs.
+//! The parser says what it expected; the caller adds the variable or option name.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::time::Duration;
 
-const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
 // Only the schemes this build accepts: naming https:// in a build without TLS
 // would send the user to a value that is refused next.
 #[cfg(feature = "rustls")]
-const EXPECTED_URL: &str = "an http:// or https:// URL with a host and a port from 1 to 65535";
+pub(super) const EXPECTED_URL: &str =
+    "an http:// or https:// URL with a host and a port from 1 to 65535";
 #[cfg(not(feature = "rustls"))]
-const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
-
-/// The value the user most likely meant, when a rejected `value` is one obvious
-/// step from a valid one: a bare number given as a duration (`30` for `30s`, as
-/// scuttle's users write seconds), or a URL without its scheme
-/// (`127.0.0.1:15000`). `expected` is what the parser answered.
-pub fn likely_fix(value: &str, expected: &str) -> Option<String> {
-    let candidate = if expected == EXPECTED_DURATION {
-        let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-        number.then(|| format!("{value}s"))?
-    } else if expected == EXPECTED_URL && !value.contains("://") {
-        format!("http://{value}")
-    } else {
-        return None;
-    };
-    let valid = if expected == EXPECTED_DURATION {
-        parse_duration(&candidate).is_ok()
-    } else {
-        HttpUrl::parse(&candidate).is_ok()
-    };
-    valid.then_some(candidate)
-}
-
-/// Go's `time.Duration` is an `i64` of nanoseconds; values it cannot hold are
-/// rejected here too, so a setting means the same thing under scuttle and tandem.
-const MAX_NANOS: u64 = i64::MAX as u64;
-
-/// Beyond this many fraction digits, more precision than a nanosecond of an hour
-/// is meaningless, and stopping keeps the scale from overflowing.
-const MAX_FRACTION_SCALE: u64 = 10_u64.pow(18);
-
-/// Parses a Go `time.ParseDuration` string (`300ms`, `1.5s`, `2m30s`, `10µs`, bare `0`).
-///
-/// SPEC §2: negative durations are errors. Any leading `-` is refused, even in
-/// `-0`, so that the rule needs no exception. Surrounding blanks are refused, as
-/// Go refuses them. A fraction finer than a nanosecond is truncated, as in Go.
-pub fn parse_duration(s: &str) -> Result<Duration, &'static str> {
-    let body = s.strip_prefix('+').unwrap_or(s);
-    if body == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if body.is_empty() {
-        return Err(EXPECTED_DURATION);
-    }
-    let mut total: u64 = 0;
-    let mut rest = body;
-    while !rest.is_empty() {
-        let (nanos, after) = parse_duration_term(rest).ok_or(EXPECTED_DURATION)?;
-        total = total
-            .checked_add(nanos)
-            .filter(|t| *t <= MAX_NANOS)
-            .ok_or(EXPECTED_DURATION)?;
-        rest = after;
-    }
-    Ok(Duration::from_nanos(total))
-}
-
-/// Parses one `<number>[.<fraction>]<unit>` term; returns its nanoseconds and the rest.
-fn parse_duration_term(s: &str) -> Option<(u64, &str)> {
-    let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-    let (int_digits, rest) = s.split_at(int_len);
-    let (frac_digits, rest) = match rest.strip_prefix('.') {
-        Some(after_dot) => {
-            let frac_len = after_dot.bytes().take_while(u8::is_ascii_digit).count();
-            after_dot.split_at(frac_len)
-        }
-        None => ("", rest),
-    };
-    // Go accepts `.5s` and `1.s` but not a lone `.s`.
-    if int_digits.is_empty() && frac_digits.is_empty() {
-        return None;
-    }
-    let unit_len = rest
-        .char_indices()
-        .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-        .map_or(rest.len(), |(i, _)| i);
-    let (unit, rest) = rest.split_at(unit_len);
-    let unit_nanos = duration_unit_nanos(unit)?;
-
-    let mut whole: u64 = 0;
-    for d in int_digits.bytes() {
-        whole = whole.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    let mut frac: u64 = 0;
-    let mut scale: u64 = 1;
-    for d in frac_digits.bytes() {
-        if scale >= MAX_FRACTION_SCALE {
-            break;
-        }
-        frac = frac * 10 + u64::from(d - b'0');
-        scale *= 10;
-    }
-    let whole_nanos = whole.checked_mul(unit_nanos)?;
-    // u128 because frac * unit can exceed u64 before the division brings it back.
-    let frac_nanos =
-        u64::try_from(u128::from(frac) * u128::from(unit_nanos) / u128::from(scale)).ok()?;
-    let nanos = whole_nanos.checked_add(frac_nanos)?;
-    (nanos <= MAX_NANOS).then_some((nanos, rest))
-}
-
-/// Nanoseconds in one Go duration unit; both micro signs are accepted, as in Go.
-fn duration_unit_nanos(unit: &str) -> Option<u64> {
-    match unit {
-        "ns" => Some(1),
-        "us" | "\u{b5}s" | "\u{3bc}s" => Some(1_000),
-        "ms" => Some(1_000_000),
-        "s" => Some(1_000_000_000),
-        "m" => Some(60 * 1_000_000_000),
-        "h" => Some(3_600 * 1_000_000_000),
-        _ => None,
-    }
-}
-
-/// A duration for the log: `850ms`, `1.2s`, `2m5.0s` (whole tenths, rounded down).
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    let tenths = ms % 1000 / 100;
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{}.{tenths}s", ms / 1000)
-    } else {
-        format!("{}m{}.{tenths}s", ms / 60_000, ms % 60_000 / 1000)
-    }
-}
-
-/// Parses `true`/`false`, `1`/`0`, `yes`/`no` in any case.
-///
-/// Surrounding blanks are ignored: YAML manifests make them easy to add by accident.
-pub fn parse_bool(s: &str) -> Result<bool, &'static str> {
-    let s = s.trim();
-    let is = |word: &str| s.eq_ignore_ascii_case(word);
-    if is("true") || is("1") || is("yes") {
-        Ok(true)
-    } else if is("false") || is("0") || is("no") {
-        Ok(false)
-    } else {
-        Err("true or false (or 1/0, yes/no)")
-    }
-}
-
-/// Parses a TCP port, 1 to 65535, digits only (blanks around it ignored).
-pub fn parse_port_number(s: &str) -> Result<u16, &'static str> {
-    parse_port(s.trim()).ok_or("a port from 1 to 65535")
-}
-
-/// Parses whole seconds, 0 or more, as scuttle's integer sleeps take them.
-pub fn parse_seconds(s: &str) -> Result<u64, &'static str> {
-    let s = s.trim();
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("whole seconds, 0 or more");
-    }
-    s.parse().map_err(|_| "whole seconds, 0 or more")
-}
+pub(super) const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
 
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +156,11 @@ fn parse_port(p: &str) -> Option<u16> {
     p.parse::<u16>().ok().filter(|port| *port != 0)
 }
 
+/// Parses a TCP port, 1 to 65535, digits only (blanks around it ignored).
+pub fn parse_port_number(s: &str) -> Result<u16, &'static str> {
+    parse_port(s.trim()).ok_or("a port from 1 to 65535")
+}
+
 /// `text` without the `user:password@` part of any URL in it, for logs and the
 /// termination message (SPEC §8).
 ///
@@ -365,166 +216,9 @@ fn next_url(text: &str) -> Option<(usize, usize)> {
     })
 }
 
-/// Splits a comma-separated list, trimming blanks and dropping empty items.
-pub fn split_list(s: &str) -> Vec<&str> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn likely_fix_only_where_the_fix_is_valid() {
-        let url = HttpUrl::parse("x").unwrap_err();
-        let dur = parse_duration("x").unwrap_err();
-        assert_eq!(likely_fix("30", dur).as_deref(), Some("30s"));
-        assert_eq!(likely_fix("0.5", dur).as_deref(), Some("0.5s"));
-        assert_eq!(likely_fix("1.2.3", dur), None);
-        assert_eq!(likely_fix("", dur), None);
-        assert_eq!(likely_fix("5m30", dur), None);
-        assert_eq!(
-            likely_fix("localhost:4191", url).as_deref(),
-            Some("http://localhost:4191")
-        );
-        assert_eq!(likely_fix("ftp://x", url), None);
-        assert_eq!(likely_fix("a b", url), None);
-        assert_eq!(likely_fix("30", "something else"), None);
-    }
-
-    const MS: u64 = 1_000_000;
-    const S: u64 = 1_000_000_000;
-
-    #[test]
-    fn parse_duration_accepts_go_syntax() {
-        let cases: &[(&str, u64)] = &[
-            ("0", 0),
-            ("+0", 0),
-            ("0s", 0),
-            ("00s", 0),
-            ("300ms", 300 * MS),
-            ("1.5s", 1_500 * MS),
-            ("2m30s", 150 * S),
-            ("1h", 3_600 * S),
-            ("1h2m3s4ms5us6ns", 3_723 * S + 4 * MS + 5_000 + 6),
-            ("10us", 10_000),
-            ("10\u{b5}s", 10_000),
-            ("10\u{3bc}s", 10_000),
-            ("10ns", 10),
-            (".5s", 500 * MS),
-            ("1.s", S),
-            ("+5s", 5 * S),
-            ("1.000000001s", S + 1),
-            ("1.0000000019s", S + 1),
-            ("0.1ns", 0),
-            ("1.5h", 5_400 * S),
-            ("3s3s", 6 * S),
-            ("0.333333333333333333333333333s", 333_333_333),
-            ("9223372036854775807ns", i64::MAX as u64),
-            ("2562047h", 2_562_047 * 3_600 * S),
-        ];
-        for (input, nanos) in cases {
-            assert_eq!(
-                parse_duration(input),
-                Ok(Duration::from_nanos(*nanos)),
-                "input {input:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn parse_duration_rejects_everything_else() {
-        let cases = [
-            "",
-            "+",
-            "-",
-            "-0",
-            "-1s",
-            "-0s",
-            "5",
-            "00",
-            "5x",
-            "5S",
-            "5 s",
-            " 5s",
-            "5s ",
-            ".",
-            ".s",
-            "s",
-            "1.5",
-            "1..5s",
-            "1s5",
-            "++1s",
-            "1e3s",
-            "0x10s",
-            "5µ",
-            "5\u{3bc}",
-            "\u{b5}s",
-            "1\u{1f600}",
-            "1sé",
-            "9223372036854775808ns",
-            "2562048h",
-            "99999999999999999999999s",
-            "18446744073709551616ns",
-            "9223372036s9223372036s",
-        ];
-        for input in cases {
-            assert_eq!(
-                parse_duration(input),
-                Err(EXPECTED_DURATION),
-                "input {input:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn parse_duration_never_panics_on_odd_bytes() {
-        let alphabet = [
-            "0", "1", "9", ".", "+", "-", "s", "m", "h", "µ", "μ", "é", "n", "u", " ",
-        ];
-        for a in alphabet {
-            for b in alphabet {
-                for c in alphabet {
-                    let _ = parse_duration(&format!("{a}{b}{c}"));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn parse_bool_table() {
-        let cases: &[(&str, Result<bool, ()>)] = &[
-            ("true", Ok(true)),
-            ("TRUE", Ok(true)),
-            ("True", Ok(true)),
-            ("1", Ok(true)),
-            ("yes", Ok(true)),
-            ("YeS", Ok(true)),
-            (" true\n", Ok(true)),
-            ("false", Ok(false)),
-            ("FALSE", Ok(false)),
-            ("0", Ok(false)),
-            ("no", Ok(false)),
-            ("No", Ok(false)),
-            ("\tno ", Ok(false)),
-            ("", Err(())),
-            ("  ", Err(())),
-            ("t", Err(())),
-            ("y", Err(())),
-            ("on", Err(())),
-            ("off", Err(())),
-            ("2", Err(())),
-            ("01", Err(())),
-            ("truee", Err(())),
-            ("tru\u{e9}", Err(())),
-        ];
-        for (input, want) in cases {
-            assert_eq!(parse_bool(input).map_err(|_| ()), *want, "input {input:?}");
-        }
-    }
 
     #[test]
     fn http_url_parse_accepts_valid_urls() {
@@ -783,40 +477,5 @@ mod tests {
             redact("see http://evil.example#@127.0.0.1 and http://u@h?@x"),
             "see http://evil.example#@127.0.0.1 and http://h?@x"
         );
-    }
-
-    #[test]
-    fn format_duration_rounds_down_to_tenths() {
-        for (ms, text) in [
-            (0, "0ms"),
-            (999, "999ms"),
-            (1000, "1.0s"),
-            (1234, "1.2s"),
-            (59_999, "59.9s"),
-            (60_000, "1m0.0s"),
-            (125_050, "2m5.0s"),
-        ] {
-            assert_eq!(format_duration(Duration::from_millis(ms)), text, "{ms} ms");
-        }
-    }
-
-    #[test]
-    fn split_list_trims_and_drops_blanks() {
-        let cases: &[(&str, &[&str])] = &[
-            ("", &[]),
-            (" ", &[]),
-            (",,", &[]),
-            ("a", &["a"]),
-            ("a,b", &["a", "b"]),
-            (" a , b ,", &["a", "b"]),
-            (
-                "http://a:1/x, ,http://b:2/y",
-                &["http://a:1/x", "http://b:2/y"],
-            ),
-            ("\ta\n,b", &["a", "b"]),
-        ];
-        for (input, want) in cases {
-            assert_eq!(split_list(input), *want, "input {input:?}");
-        }
     }
 }

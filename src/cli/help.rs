@@ -1,7 +1,12 @@
-//! `--help` rendered from the option table, and the `--version` line.
+//! `--help` rendered from the option table, the `--version` line, and `print`,
+//! the only place tandem writes to stdout (SPEC §1).
 
-use super::OPTIONS;
-use super::compat::{COMPAT_HONOURED, NO_EFFECT};
+use std::io::Write;
+use std::process::ExitCode;
+
+use super::options::OPTIONS;
+use crate::config::peers::{HONOURED, NO_EFFECT};
+use crate::exit::EX_SOFTWARE;
 
 /// Where the help text starts, after `  --name VALUE` and padding.
 pub(super) const HELP_COLUMN: usize = 24;
@@ -31,7 +36,6 @@ pub fn help() -> String {
         for (i, line) in lines.iter().enumerate() {
             let lead = if i == 0 { lead.as_str() } else { "" };
             out.push_str(lead);
-            // Plain pushes, not `format!` with a width: that costs the static binary KiBs.
             out.extend(std::iter::repeat_n(
                 ' ',
                 HELP_COLUMN.saturating_sub(lead.len()),
@@ -45,7 +49,7 @@ pub fn help() -> String {
     let mut honoured = String::from("Also read (no option):");
     let mut no_effect = String::from("Accepted with a warning that they have no effect:");
     for (text, vars) in [
-        (&mut honoured, COMPAT_HONOURED.to_vec()),
+        (&mut honoured, HONOURED.to_vec()),
         (&mut no_effect, NO_EFFECT.iter().map(|n| n.var).collect()),
     ] {
         for (i, var) in vars.iter().enumerate() {
@@ -107,6 +111,16 @@ Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
 --timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
 ";
 
+/// Prints `text` to stdout, for `--help` and `--version`: exit 0, or 70 when
+/// stdout cannot take it.
+pub fn print(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(EX_SOFTWARE),
+    }
+}
+
 /// The `--version` line: the version and the commit built from (build.rs).
 pub fn version() -> String {
     format!(
@@ -114,4 +128,35 @@ pub fn version() -> String {
         env!("CARGO_PKG_VERSION"),
         env!("TANDEM_COMMIT")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::options::Kind;
+
+    #[test]
+    fn help_names_every_option_and_each_takes_a_value_only_with_a_placeholder() {
+        let help = help();
+        for spec in OPTIONS {
+            assert!(help.contains(spec.name), "help lacks {}", spec.name);
+            let takes_value = matches!(spec.kind, Kind::Value | Kind::Repeated);
+            if !matches!(spec.kind, Kind::Task(_)) {
+                assert_eq!(takes_value, !spec.value.is_empty(), "{}", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn help_lines_line_up_after_the_longest_option() {
+        let help = help();
+        let line = help
+            .lines()
+            .find(|l| l.starts_with("  --generic-quit-only"))
+            .unwrap();
+        assert_eq!(&line[HELP_COLUMN..HELP_COLUMN + 9], "only POST");
+        assert!(help.contains(
+            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]\n"
+        ));
+    }
 }

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cli::{self, Cli};
-use crate::error::Error;
-use crate::values;
+use crate::config::{boolean, duration, url};
+use crate::exit::Error;
 
 /// The name that selects this command line.
 pub const NAME: &str = "linkerd-await";
@@ -71,7 +71,7 @@ impl Given {
             match arg {
                 Short('p') | Long("port") => {
                     let value = text("--port", parser.value().map_err(usage)?)?;
-                    self.port = values::parse_port_number(&value)
+                    self.port = url::parse_port_number(&value)
                         .map_err(|expected| invalid("--port", &value, expected))?;
                 }
                 Short('b') | Long("backoff") => {
@@ -86,7 +86,7 @@ impl Given {
                         None => true,
                         Some(value) => {
                             let value = text("--timeout-fatal", value)?;
-                            values::parse_bool(&value)
+                            boolean::parse(&value)
                                 .map_err(|expected| invalid("--timeout-fatal", &value, expected))?
                         }
                     };
@@ -173,7 +173,7 @@ fn duration(name: &str, value: OsString) -> Result<Duration, Error> {
             .map(Duration::from_secs)
             .ok_or_else(|| invalid(name, &value, EXPECTED));
     }
-    values::parse_duration(trimmed).map_err(|_| invalid(name, &value, EXPECTED))
+    duration::parse(trimmed).map_err(|_| invalid(name, &value, EXPECTED))
 }
 
 /// A duration in the syntax tandem's options read back exactly: whole milliseconds.

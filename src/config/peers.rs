@@ -1,5 +1,12 @@
-//! The peers' variables without an option of their own: the ones tandem honours,
-//! and the ones it validates and warns about (SPEC §2).
+//! The peers' variables without an option of their own (scuttle and its forks,
+//! envoy-preflight, linkerd-await): the ones tandem honours, the ones it
+//! validates and warns about, and reading both (SPEC §2: none is silently
+//! ignored). `--help` lists them from the tables here.
+
+use super::PkillFallback;
+use super::sources::{Sources, parse_with};
+use super::{boolean, duration, url};
+use crate::exit::Error;
 
 /// Accepted for compatibility and validated, but no option sets it (SPEC §2).
 pub const ALWAYS_KILL_ENVOY: &str = "ALWAYS_KILL_ENVOY";
@@ -99,7 +106,7 @@ pub const NO_EFFECT: &[NoEffect] = &[
 ];
 
 /// The peers' variables that tandem honours without an option of their own.
-pub const COMPAT_HONOURED: &[&str] = &[
+pub const HONOURED: &[&str] = &[
     ALWAYS_KILL_ENVOY,
     "LINKERD_AWAIT_DISABLED",
     "LINKERD_DISABLED",
@@ -107,3 +114,41 @@ pub const COMPAT_HONOURED: &[&str] = &[
     ISTIO_FALLBACK_PKILL,
     "DAPR_HTTP_PORT",
 ];
+
+/// When pilot-agent gets SIGINT (`ISTIO_FALLBACK_PKILL`). `ALWAYS_KILL_ENVOY` is
+/// validated first, for compatibility only: stopping after a failure is already
+/// the default, and NEVER_KILL_ISTIO_ON_FAILURE wins over it (SPEC §2).
+pub(super) fn pkill_fallback(src: &Sources) -> Result<PkillFallback, Error> {
+    src.flag_vars(&[ALWAYS_KILL_ENVOY])?;
+    Ok(match src.var(&[ISTIO_FALLBACK_PKILL])? {
+        None => PkillFallback::OnRefused,
+        Some(found) if parse_with(&found, boolean::parse)? => PkillFallback::OnAnyFailure,
+        Some(_) => PkillFallback::Never,
+    })
+}
+
+/// One warning for each peer variable that is set and has no effect in tandem;
+/// a bad value is still an error (SPEC §2).
+pub(super) fn no_effect_warnings(src: &Sources) -> Result<Vec<String>, Error> {
+    let mut warnings = Vec::new();
+    for item in NO_EFFECT {
+        let Some(found) = src.var(&[item.var])? else {
+            continue;
+        };
+        match item.shape {
+            Shape::Bool => {
+                parse_with(&found, boolean::parse)?;
+            }
+            Shape::Seconds => {
+                parse_with(&found, duration::parse_seconds)?;
+            }
+            Shape::Text => {}
+        }
+        let shown = url::redact(&found.value);
+        warnings.push(format!(
+            "{}={shown:?} has no effect: {}",
+            item.var, item.why
+        ));
+    }
+    Ok(warnings)
+}

@@ -1,4 +1,4 @@
-//! The `--mesh` presets of SPEC §6, as a const table.
+//! The `--mesh` presets of SPEC §6 (`TANDEM_MESH`), as a const table.
 
 /// How a preset's endpoints join the configuration (SPEC §2, "Lists").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ mod tests {
     fn every_preset_url_is_valid_and_local() {
         for p in PRESETS {
             for url in p.ready.iter().chain([&p.quit]) {
-                let parsed = crate::values::HttpUrl::parse(url).unwrap();
+                let parsed = crate::config::url::HttpUrl::parse(url).unwrap();
                 assert!(parsed.is_local(), "{url}");
             }
         }
