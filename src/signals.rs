@@ -160,8 +160,10 @@ fn keep_std_handlers_out(ignored: Ignored) {
     }
 }
 
-/// Installs the handlers. Call first in `main`, before any thread or child exists,
-/// so no signal finds a default action in between, and after `before_runtime`.
+/// Installs the handlers. Call before any thread or child exists, so no signal
+/// finds a default action once there is something to relay to or to leave
+/// behind, and after `before_runtime`. Until then a signal takes its default
+/// effect: one that kills tandem then kills it before anything was started.
 ///
 /// SIGTTIN and SIGTTOU are ignored from here on: a tandem stopped by them would
 /// relay and reap nothing, and it needs neither (it never reads the terminal, and
