@@ -171,7 +171,9 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
             Err(Failure::Io(e)) => {
                 // Handshake failures (a client that does not trust the CA, plain
                 // HTTP) and timeouts: worth a line, the connection ends.
-                if e.kind() != io::ErrorKind::UnexpectedEof || !buf.is_empty() {
+                if e.kind() == io::ErrorKind::InvalidData {
+                    say!("warning: {peer}: TLS: {e}");
+                } else if e.kind() != io::ErrorKind::UnexpectedEof || !buf.is_empty() {
                     say!("warning: {peer}: {e}");
                 }
                 return;
