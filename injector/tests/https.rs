@@ -2,9 +2,10 @@
 //! server would: reviews of Job Pods in, JSONPatches out and applied; bad
 //! requests, slow clients, certificate renewal, SIGTERM and bad command lines.
 //!
-//! The patched Pods are also written to `target/tmp/injector/patched/` for
-//! `make injector-pods`, which validates them against the Kubernetes schema and
-//! runs them under podman.
+//! The patched Pods are also written to `target/tmp/injector/patched/` (and the
+//! Pods as sent to `original/`) for `make injector-manifests`, which validates
+//! them against the Kubernetes schema, and `make injector-pods`, which runs them
+//! under podman.
 
 mod support;
 
@@ -45,6 +46,7 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
     let injector = Injector::start(&pki, &dir);
     let client = pki.client();
     let out = scratch("patched");
+    let originals = scratch("original");
     for (name, pod) in pods::cases() {
         let uid = format!("uid-{name}");
         let answer = client.review(injector.addr, &review(&uid, &pod));
@@ -85,8 +87,17 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
             "{name}"
         );
 
-        let file = out.join(format!("{name}.json"));
-        fs::write(&file, serde_json::to_string_pretty(&patched).unwrap()).unwrap();
+        let file = format!("{name}.json");
+        fs::write(
+            out.join(&file),
+            serde_json::to_string_pretty(&patched).unwrap(),
+        )
+        .unwrap();
+        fs::write(
+            originals.join(&file),
+            serde_json::to_string_pretty(&pod).unwrap(),
+        )
+        .unwrap();
     }
     let log = injector.log();
     assert!(
