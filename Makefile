@@ -308,10 +308,18 @@ INJECTOR_BIN = target/$(TARGET)/release/tandem-injector
 INJECTOR_PATCHED = target/tmp/injector/patched
 PODS_HARNESS = tests/pods/pods.py
 
+# ring (rustls' cryptography) compiles C and assembly, and cc-rs looks for a musl
+# gcc (x86_64-linux-musl-gcc) that Debian does not ship: the system's gcc builds
+# it for the machine's own architecture, Debian's gcc-ARCH-linux-gnu for another.
+INJECTOR_CC = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),gcc,$(firstword $(subst -, ,$(TARGET)))-linux-gnu-gcc)
+
 injector:
 	$(call rustup-target,$(TARGET))
-	$(CARGO) build --release --locked --target $(TARGET) -p tandem-injector
-	@echo "injector: $(INJECTOR_BIN): $$(stat -c %s $(INJECTOR_BIN)) bytes"
+	CC_$(subst -,_,$(TARGET))=$(INJECTOR_CC) \
+		$(CARGO) build --release --locked --target $(TARGET) -p tandem-injector
+	@if readelf -lW $(INJECTOR_BIN) | grep -q INTERP || readelf -dW $(INJECTOR_BIN) | grep -q NEEDED; then \
+		echo "injector: FAILED: $(INJECTOR_BIN) is not static" >&2; exit 1; fi
+	@echo "injector: $(INJECTOR_BIN): $$(stat -c %s $(INJECTOR_BIN)) bytes, static"
 
 injector-test:
 	$(CARGO) test --locked -p tandem-injector
