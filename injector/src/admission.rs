@@ -19,6 +19,9 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// What happened, for the log.
     pub summary: String,
+    /// The admission warnings it carries, for the log too: for a Job's Pods
+    /// the API server hands them to the Job controller, which only logs them.
+    pub warnings: Vec<String>,
 }
 
 /// Answers the review in `body` (SPEC §10); `image` is the tandem image the init
@@ -49,12 +52,13 @@ pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> 
         response["patch"] = json!(STANDARD.encode(ops));
     }
     if !warnings.is_empty() {
-        response["warnings"] = json!(warnings);
+        response["warnings"] = json!(&warnings);
     }
     let out = json!({"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response});
     Ok(Answer {
         body: out.to_string().into_bytes(),
         summary,
+        warnings,
     })
 }
 

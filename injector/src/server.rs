@@ -210,7 +210,12 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
     }
     match admission::answer(&request.body, &shared.image, scope) {
         Ok(answer) => {
-            say!("{}", answer.summary);
+            let warnings: String = answer
+                .warnings
+                .iter()
+                .map(|w| format!("; warning: {w}"))
+                .collect();
+            say!("{}{warnings}", answer.summary);
             (http::OK, "application/json", answer.body)
         }
         Err(reason) => {

@@ -102,6 +102,13 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
     let log = injector.log();
     assert!(
         log.contains(
+            "pod default/no-command-* (Job no-command): injected job; warning: tandem-injector: \
+             container \"uploader\" not injected"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains(
             "pod default/istio-classic-* (Job istio-classic): injected job: job (TANDEM_MESH=istio)"
         ),
         "{log}"
