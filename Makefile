@@ -228,6 +228,7 @@ clean:
 bench: BENCH_FLAGS = --markdown target/bench/results.md
 bench-smoke: BENCH_FLAGS = --smoke --markdown target/bench/smoke.md
 
+bench: injector-bench
 bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
@@ -335,5 +336,5 @@ injector-pods: envoy injector-test
 	SKIPS=$(SKIPS) python3 injector/scripts/pods.py $(PODS_HARNESS) $(PODS_BIN)/tandem \
 		$(PODS_BIN)/examples/fake_sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED)
 
-injector-bench:
-	$(CARGO) bench --locked -p tandem-injector --bench review
+injector-bench: injector
+	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review

@@ -110,7 +110,12 @@ impl Injector {
 
     /// Starts the injector on 127.0.0.1:0 with these files; waits until it listens.
     pub fn start_with(cert: &Path, key: &Path) -> Injector {
-        let mut child = Command::new(INJECTOR)
+        Injector::start_bin(Path::new(INJECTOR), cert, key)
+    }
+
+    /// `start_with` for another build of the injector (`bin`).
+    pub fn start_bin(bin: &Path, cert: &Path, key: &Path) -> Injector {
+        let mut child = Command::new(bin)
             .env_clear()
             .args(["--listen", "127.0.0.1:0", "--image", pods::TANDEM_IMAGE])
             .arg("--tls-cert")
@@ -251,15 +256,24 @@ impl Response {
 }
 
 impl Client {
-    /// Connects to `addr` as `localhost`; the handshake happens on first use.
+    /// Connects to `addr` as `localhost` and completes the TLS handshake before
+    /// any request, as Go's client (the API server's) does.
     pub fn connect(&self, addr: SocketAddr) -> Conn {
         let sock = TcpStream::connect(addr).unwrap();
         sock.set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
+        // As Go's net package, the API server's, does by default.
+        sock.set_nodelay(true).unwrap();
         let name = ServerName::try_from("localhost").unwrap();
         let conn = ClientConnection::new(self.config.clone(), name).unwrap();
+        let mut tls = StreamOwned::new(conn, sock);
+        while tls.conn.is_handshaking() {
+            tls.conn
+                .complete_io(&mut tls.sock)
+                .expect("the TLS handshake");
+        }
         Conn {
-            tls: StreamOwned::new(conn, sock),
+            tls,
             buf: Vec::new(),
         }
     }
