@@ -10,9 +10,9 @@ use tandem_injector::admission;
 use tandem_injector::inject::Scope;
 
 /// Any bytes as a review body, through both routes: an error is one line; an
-/// answer is a v1 review allowing the request with its uid, and its patch
-/// applies to the Pod it came with, after which a second review of the patched
-/// Pod changes nothing (reinvocation).
+/// answer is a v1 review allowing the request with its uid, its patch only adds
+/// under `/spec` or replaces a `command`, applies to the Pod it came with, and a
+/// second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
     for scope in [Scope::Label, Scope::Namespace] {
         let answer = match admission::answer(data, "registry.example.com/tandem:1", scope) {
@@ -38,6 +38,17 @@ pub fn review(data: &[u8]) {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(patch)
             .expect("the patch is base64");
+        let raw: Value = serde_json::from_slice(&bytes).expect("the patch is JSON");
+        for op in raw.as_array().expect("the patch is a list") {
+            let path = op["path"].as_str().expect("an op has a path");
+            let adds = op["op"] == "add";
+            let prefixes = op["op"] == "replace" && path.ends_with("/command");
+            assert!(
+                adds || prefixes,
+                "the injector only adds and prefixes commands: {op}"
+            );
+            assert!(path.starts_with("/spec/"), "outside the Pod's spec: {op}");
+        }
         let ops: json_patch::Patch =
             serde_json::from_slice(&bytes).expect("the patch is JSONPatch");
         let mut pod = input["request"]["object"].clone();
