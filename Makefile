@@ -77,7 +77,7 @@ demo-envoy: envoy
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
 test: skips-reset lint lint-ci unit test-musl deps static size check-static smoke arm64 tls \
-	manifests pods package
+	manifests pods package injector injector-manifests injector-pods
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -228,6 +228,7 @@ clean:
 bench: BENCH_FLAGS = --markdown target/bench/results.md
 bench-smoke: BENCH_FLAGS = --smoke --markdown target/bench/smoke.md
 
+bench: injector-bench
 bench bench-smoke: bench-deps envoy
 	@set -e; \
 	if rustup target list --installed 2>/dev/null | grep -qx '$(TARGET)' \
@@ -289,3 +290,52 @@ SOAK_THREADS ?= 4
 soak:
 	SOAK_RUNS=$(SOAK_RUNS) SOAK_SEED=$(SOAK_SEED) SOAK_THREADS=$(SOAK_THREADS) \
 		$(CARGO) test --locked --test integration soak:: -- --nocapture
+
+## injector: tandem-injector (the admission webhook, injector/), static, at
+## $(INJECTOR_BIN); its own crates, so the wrapper's build and `make deps` are
+## untouched.
+## injector-test: its unit tests and the HTTPS tests against the binary, which also
+## write the Pods they patched to $(INJECTOR_PATCHED) (and as sent, to ../original).
+## injector-manifests: injector/deploy/ and the patched Pods validate strictly for
+## Kubernetes 1.29, 1.33 and 1.36; cert-manager's resources against our schema;
+## Pod Security "restricted"; self-signed.sh's certificate served and verified
+## (injector/scripts/manifests.sh, with the pinned linters of lint-tools).
+## injector-pods: the patched Pods run under podman with the real Envoy and
+## complete with the job's status (injector/scripts/pods.py, on the images of
+## $(PODS_HARNESS)); the same prerequisites as `make pods`.
+## injector-bench: p99 review latency on loopback TLS and peak RSS under 100
+## concurrent reviews (injector/benches/review.rs).
+.PHONY: injector injector-test injector-manifests injector-pods injector-bench
+INJECTOR_BIN = target/$(TARGET)/release/tandem-injector
+INJECTOR_PATCHED = target/tmp/injector/patched
+PODS_HARNESS = tests/pods/pods.py
+
+# ring (rustls' cryptography) compiles C and assembly, and cc-rs looks for a musl
+# gcc (x86_64-linux-musl-gcc) that Debian does not ship: the system's gcc builds
+# it for the machine's own architecture, Debian's gcc-ARCH-linux-gnu for another.
+INJECTOR_CC = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),gcc,$(firstword $(subst -, ,$(TARGET)))-linux-gnu-gcc)
+
+injector:
+	$(call rustup-target,$(TARGET))
+	CC_$(subst -,_,$(TARGET))=$(INJECTOR_CC) \
+		$(CARGO) build --release --locked --target $(TARGET) -p tandem-injector
+	@if readelf -lW $(INJECTOR_BIN) | grep -q INTERP || readelf -dW $(INJECTOR_BIN) | grep -q NEEDED; then \
+		echo "injector: FAILED: $(INJECTOR_BIN) is not static" >&2; exit 1; fi
+	@echo "injector: $(INJECTOR_BIN): $$(stat -c %s $(INJECTOR_BIN)) bytes, static"
+
+injector-test:
+	$(CARGO) test --locked -p tandem-injector
+
+injector-manifests: injector-test lint-tools
+	$(CARGO) build --locked -p tandem-injector
+	injector/scripts/manifests.sh $(LINT_BIN) target/debug/tandem-injector $(INJECTOR_PATCHED)
+
+# The tandem and fake sidecar builds are the ones `make pods` runs.
+injector-pods: envoy injector-test
+	$(call rustup-target,$(NATIVE_MUSL))
+	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
+	SKIPS=$(SKIPS) python3 injector/scripts/pods.py $(PODS_HARNESS) $(PODS_BIN)/tandem \
+		$(PODS_BIN)/fake-sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED)
+
+injector-bench: injector
+	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review

@@ -1,0 +1,68 @@
+//! The body of the injector's fuzz target, shared by the fuzzer
+//! (`fuzz_targets/injector_review.rs`, nightly) and its corpus replay
+//! (`injector/tests/fuzz_replay.rs`, stable), apart from `bodies.rs` because the
+//! wrapper's replay does not build the injector. It panics only when an
+//! invariant of the injector fails; a panic inside the injector is a finding too.
+
+use base64::Engine as _;
+use serde_json::Value;
+use tandem_injector::admission;
+use tandem_injector::inject::Scope;
+
+/// Any bytes as a review body, through both routes: an error is one line; an
+/// answer is a v1 review allowing the request with its uid, its patch only adds
+/// under `/spec` or replaces a `command`, applies to the Pod it came with, and a
+/// second review of the patched Pod changes nothing (reinvocation).
+pub fn review(data: &[u8]) {
+    for scope in [Scope::Label, Scope::Namespace] {
+        let answer = match admission::answer(data, "registry.example.com/tandem:1", scope) {
+            Ok(answer) => answer,
+            Err(reason) => {
+                assert!(!reason.is_empty() && !reason.contains('\n'), "{reason:?}");
+                continue;
+            }
+        };
+        let input: Value = serde_json::from_slice(data).expect("an answered body is JSON");
+        let out: Value = serde_json::from_slice(&answer.body).expect("the answer is JSON");
+        assert_eq!(out["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(out["response"]["uid"], input["request"]["uid"]);
+        assert_eq!(out["response"]["allowed"], true);
+        for warning in out["response"]["warnings"].as_array().into_iter().flatten() {
+            let warning = warning.as_str().expect("a warning is a string");
+            assert!(!warning.contains('\n'), "{warning:?}");
+        }
+        let Some(patch) = out["response"]["patch"].as_str() else {
+            continue;
+        };
+        assert_eq!(out["response"]["patchType"], "JSONPatch");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("the patch is base64");
+        let raw: Value = serde_json::from_slice(&bytes).expect("the patch is JSON");
+        for op in raw.as_array().expect("the patch is a list") {
+            let path = op["path"].as_str().expect("an op has a path");
+            let adds = op["op"] == "add";
+            let prefixes = op["op"] == "replace" && path.ends_with("/command");
+            assert!(
+                adds || prefixes,
+                "the injector only adds and prefixes commands: {op}"
+            );
+            assert!(path.starts_with("/spec/"), "outside the Pod's spec: {op}");
+        }
+        let ops: json_patch::Patch =
+            serde_json::from_slice(&bytes).expect("the patch is JSONPatch");
+        let mut pod = input["request"]["object"].clone();
+        json_patch::patch(&mut pod, &ops).expect("the patch applies to the Pod");
+
+        let mut again = input.clone();
+        again["request"]["object"] = pod;
+        let body = serde_json::to_vec(&again).expect("a Value serialises");
+        let second = admission::answer(&body, "registry.example.com/tandem:1", scope)
+            .expect("the patched review is still a review");
+        let second: Value = serde_json::from_slice(&second.body).expect("the answer is JSON");
+        assert!(
+            second["response"]["patch"].is_null(),
+            "not idempotent: {second}"
+        );
+    }
+}

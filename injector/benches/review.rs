@@ -1,0 +1,170 @@
+//! `make injector-bench`: what the injector costs the API server and the node.
+//!
+//! - Time to answer a review on loopback TLS, as the API server sees it (request
+//!   written to response read): over one kept-alive connection, as the API
+//!   server's client reuses them, and with a full TLS handshake per review (a
+//!   new connection each). Goal: p99 ≤ 5 ms.
+//! - Peak RSS (VmHWM) of the injector while 100 clients each send a review at
+//!   the same moment, several rounds. Goal: ≤ 10 MiB.
+//!
+//! The review is the largest of the test cases (two job containers and
+//! istio-proxy). It measures the static musl build when INJECTOR_BENCH_BIN names
+//! it (`make injector-bench` does), else the bench profile's own build. Prints a
+//! table and writes it to target/bench/injector.md; it never fails on a number.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::PathBuf;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use support::pods::{self, review};
+use support::{Injector, Pki, scratch};
+
+const KEPT_ALIVE: usize = 3000;
+const HANDSHAKES: usize = 500;
+const CONCURRENT: usize = 100;
+const ROUNDS: usize = 5;
+const P99_GOAL: Duration = Duration::from_millis(5);
+const RSS_GOAL_KIB: u64 = 10 * 1024;
+
+fn main() {
+    let bin = std::env::var_os("INJECTOR_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(support::INJECTOR));
+    let dir = scratch("bench");
+    let pki = Pki::new();
+    let (cert, key) = pki.issue(&dir, "bench");
+    let injector = Injector::start_bin(&bin, &cert, &key);
+    let client = pki.client();
+    let (_, pod) = pods::cases()
+        .into_iter()
+        .find(|(n, _)| *n == "two-jobs")
+        .expect("the case");
+    let body = review("bench", &pod).to_string();
+    let idle_kib = status_kib(injector.pid(), "VmRSS");
+
+    let mut conn = client.connect(injector.addr);
+    for _ in 0..100 {
+        conn.send("POST", "/mutate", body.as_bytes())
+            .expect("warm-up");
+    }
+    let kept: Vec<Duration> = (0..KEPT_ALIVE)
+        .map(|_| {
+            let t = Instant::now();
+            let answer = conn
+                .send("POST", "/mutate", body.as_bytes())
+                .expect("a review");
+            assert_eq!(answer.status, 200);
+            t.elapsed()
+        })
+        .collect();
+    let fresh: Vec<Duration> = (0..HANDSHAKES)
+        .map(|_| {
+            let t = Instant::now();
+            let answer = client
+                .connect(injector.addr)
+                .send("POST", "/mutate", body.as_bytes())
+                .expect("a review");
+            assert_eq!(answer.status, 200);
+            t.elapsed()
+        })
+        .collect();
+
+    for _ in 0..ROUNDS {
+        let barrier = Arc::new(Barrier::new(CONCURRENT));
+        let threads: Vec<_> = (0..CONCURRENT)
+            .map(|_| {
+                let (client, body, barrier) = (client.clone(), body.clone(), barrier.clone());
+                let addr = injector.addr;
+                thread::spawn(move || {
+                    let mut conn = client.connect(addr);
+                    barrier.wait();
+                    conn.send("POST", "/mutate", body.as_bytes())
+                        .expect("a review")
+                        .status
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().expect("a client thread"), 200);
+        }
+        // The next round starts once this one's connections have all ended in the
+        // injector (its main thread alone), so at most CONCURRENT are ever open.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while status_kib(injector.pid(), "Threads") > 1 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let peak_kib = status_kib(injector.pid(), "VmHWM");
+
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "| tandem-injector ({}, {} bytes) | p50 | p99 | max | goal |",
+        bin.display(),
+        fs::metadata(&bin).map(|m| m.len()).unwrap_or(0)
+    );
+    let _ = writeln!(table, "|---|---|---|---|---|");
+    for (what, times) in [
+        (
+            format!("review, kept-alive connection ({KEPT_ALIVE})"),
+            kept,
+        ),
+        (format!("review with a TLS handshake ({HANDSHAKES})"), fresh),
+    ] {
+        let (p50, p99, max) = percentiles(times);
+        let met = if p99 <= P99_GOAL {
+            "p99 ≤ 5 ms: met"
+        } else {
+            "p99 ≤ 5 ms: NOT met"
+        };
+        let _ = writeln!(
+            table,
+            "| {what} | {} | {} | {} | {met} |",
+            ms(p50),
+            ms(p99),
+            ms(max)
+        );
+    }
+    let met = if peak_kib <= RSS_GOAL_KIB {
+        "≤ 10 MiB: met"
+    } else {
+        "≤ 10 MiB: NOT met"
+    };
+    let _ = writeln!(
+        table,
+        "| peak RSS, {CONCURRENT} concurrent reviews × {ROUNDS} rounds (idle: {:.1} MiB) | | | {:.1} MiB | {met} |",
+        idle_kib as f64 / 1024.0,
+        peak_kib as f64 / 1024.0
+    );
+    print!("{table}");
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    if fs::create_dir_all(&out).is_ok() {
+        let _ = fs::write(out.join("injector.md"), &table);
+    }
+}
+
+/// A `/proc/PID/status` field: KiB for the memory ones, a count for `Threads`.
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .expect("the field")
+}
+
+fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration, Duration) {
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.99), at(1.0))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}

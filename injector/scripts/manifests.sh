@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# `make injector-manifests`: the injector's deployment manifests and the Pods it
+# patches are right for Kubernetes 1.29, 1.33 and 1.36:
+#   - injector/deploy/*.yaml pass yamllint (.yamllint);
+#   - the Kubernetes resources validate strictly (unknown fields are errors) with
+#     kubernetes-validate, offline;
+#   - the cert-manager resources, which kubernetes-validate has no schema for (it
+#     passes them with a warning), validate strictly against
+#     deploy/cert-manager.schema.json (cert_manager.py);
+#   - the Deployment meets Pod Security "restricted" with a read-only root, and so
+#     does the init container the injector adds (restricted.py);
+#   - deploy/self-signed.sh makes a certificate that the injector serves and that
+#     verifies for the Service's name against the CA it puts in caBundle;
+#   - every Pod the HTTPS tests patched (PATCHED, written by `make injector-test`)
+#     validates strictly.
+# Each check first shows it can fail (self-tests).
+#
+# Usage: manifests.sh LINT_BIN INJECTOR PATCHED
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$(realpath -m "${1:?usage: manifests.sh LINT_BIN INJECTOR PATCHED}")
+injector=$(realpath "${2:?usage: manifests.sh LINT_BIN INJECTOR PATCHED}")
+patched=$(realpath -m "${3:?usage: manifests.sh LINT_BIN INJECTOR PATCHED}")
+cd "$root/injector"
+versions=(1.29 1.33 1.36)
+py="$bin/python"
+
+fail() {
+  echo "injector-manifests: FAILED: $*" >&2
+  exit 1
+}
+
+[ -x "$bin/kubernetes-validate" ] && [ -x "$bin/yamllint" ] \
+  || fail "no kubernetes-validate or yamllint in $bin (make lint-tools installs them)"
+command -v openssl >/dev/null || fail "openssl is missing (Debian: openssl)"
+out="$root/target/injector-manifests"
+rm -rf "$out"
+mkdir -p "$out/selftest"
+
+# kubernetes-validate: an unknown field fails, and so does the validation of a
+# kind it has no schema for (it only warns: this script treats that as failure).
+validate() {
+  local version=$1
+  shift
+  local log="$out/validate-$version.log" code=0
+  "$bin/kubernetes-validate" --strict -k "$version" "$@" >"$log" 2>&1 || code=$?
+  grep -v '^INFO ' "$log" >&2 || true
+  [ "$code" -eq 0 ] && ! grep -q "Couldn't find schema" "$log"
+}
+
+# Self-tests: each check rejects what it is for.
+sed 's/^  replicas: 2$/  replica: 2/' deploy/tandem-injector.yaml >"$out/selftest/unknown-field.yaml"
+sed 's/^  renewBefore: /  renewBfore: /' deploy/cert-manager.yaml >"$out/selftest/cert-manager.yaml"
+sed '/allowPrivilegeEscalation: false/d' deploy/tandem-injector.yaml >"$out/selftest/escalates.yaml"
+cmp -s deploy/tandem-injector.yaml "$out/selftest/unknown-field.yaml" && fail "self-test: no replicas line to break"
+for version in "${versions[@]}"; do
+  if validate "$version" "$out/selftest/unknown-field.yaml" 2>/dev/null; then
+    fail "self-test: kubernetes-validate $version passed a Deployment with an unknown field"
+  fi
+done
+if "$py" scripts/cert_manager.py deploy/cert-manager.schema.json "$out/selftest/cert-manager.yaml" >/dev/null 2>&1; then
+  fail "self-test: cert_manager.py passed a Certificate with an unknown field"
+fi
+if "$py" scripts/restricted.py "$out/selftest/escalates.yaml" >/dev/null 2>&1; then
+  fail "self-test: restricted.py passed a container without allowPrivilegeEscalation: false"
+fi
+
+"$bin/yamllint" --strict --config-file "$root/.yamllint" deploy/*.yaml || fail "yamllint (above)"
+for version in "${versions[@]}"; do
+  validate "$version" deploy/tandem-injector.yaml || fail "deploy/tandem-injector.yaml: not valid for Kubernetes $version (above)"
+done
+"$py" scripts/cert_manager.py deploy/cert-manager.schema.json deploy/cert-manager.yaml
+"$py" scripts/restricted.py deploy/tandem-injector.yaml
+echo "injector-manifests: deploy/ passes yamllint and validates strictly for Kubernetes ${versions[*]}"
+
+# self-signed.sh's certificate, served by the injector, verified as the API
+# server does: against the CA, for the Service's DNS name.
+deploy/self-signed.sh --out "$out/self-signed"
+openssl verify -CAfile "$out/self-signed/ca.crt" "$out/self-signed/tls.crt" >/dev/null \
+  || fail "self-signed.sh: tls.crt does not verify against ca.crt"
+"$injector" --listen 127.0.0.1:0 --image example/tandem:1 --tls-cert "$out/self-signed/tls.crt" \
+  --tls-key "$out/self-signed/tls.key" 2>"$out/injector.log" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  grep -q 'listening on' "$out/injector.log" && break
+  kill -0 "$pid" 2>/dev/null || fail "the injector exited: $(cat "$out/injector.log")"
+  sleep 0.1
+done
+port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\);.*/\1/p' "$out/injector.log")
+[ -n "$port" ] || fail "the injector did not start: $(cat "$out/injector.log")"
+name=tandem-injector.tandem-system.svc
+openssl s_client -connect "127.0.0.1:$port" -servername "$name" -verify_hostname "$name" \
+  -CAfile "$out/self-signed/ca.crt" -verify_return_error </dev/null >"$out/s_client.log" 2>&1 \
+  || fail "self-signed.sh: the served certificate does not verify for $name: $(tail -5 "$out/s_client.log")"
+grep -q 'Verify return code: 0 (ok)' "$out/s_client.log" || fail "self-signed.sh: no successful verification"
+kill "$pid"
+wait "$pid" || true
+trap - EXIT
+echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name"
+
+# The API server generates a Pod's name from generateName after admission, before
+# storing it; kubernetes-validate needs the name, so each copy gets one the same way.
+mkdir -p "$out/patched"
+"$py" - "$patched" "$out/patched" <<'PY'
+import json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    pod = json.loads(path.read_text())
+    meta = pod["metadata"]
+    meta.setdefault("name", meta.get("generateName", "pod-") + "x7k2p")
+    (pathlib.Path(sys.argv[2]) / path.name).write_text(json.dumps(pod, indent=2))
+PY
+mapfile -t pods < <(find "$out/patched" -name '*.json' | sort)
+[ "${#pods[@]}" -gt 0 ] || fail "no patched Pods in $patched (make injector-test writes them)"
+for version in "${versions[@]}"; do
+  validate "$version" "${pods[@]}" || fail "a patched Pod is not valid for Kubernetes $version (above)"
+done
+"$py" scripts/restricted.py --container tandem-install "${pods[@]}"
+echo "injector-manifests: ${#pods[@]} patched Pods validate strictly for Kubernetes ${versions[*]}"

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""The injector's Pods run for real: `make injector-pods`.
+
+The HTTPS tests (`make injector-test`) send each Job's Pod to the injector as
+the API server does and apply the JSONPatch it answers; they write the Pods as
+sent to ORIGINAL/ and as patched to PATCHED/. This runs the patched Pods under
+`podman kube play` with the images of the Pod harness (tests/pods/pods.py, whose
+helpers it imports: scratch images from local files, the real Envoy as
+istio-proxy under a pilot-agent stand-in), as kubelet would:
+
+  - plain: no sidecar; tandem, installed by the init container into the
+    emptyDir, runs the job; the job container exits with the app's status (3);
+  - istio-classic: tandem waits for the real Envoy, runs the job, quits the
+    proxy: every container exits, the job with 3 and istio-proxy with 0;
+  - istio-native: istio-proxy is a native sidecar (an init container with
+    restartPolicy: Always, which podman 4 cannot run as one: it runs as a
+    container beside the job, as kubelet runs it). tandem waits for it and
+    never quits it: the job exits 3, istio-proxy is still running after it and
+    was never asked to quit; the script then stops it, as kubelet does;
+  - two-jobs: two job containers and istio-proxy: both jobs exit 3 and the
+    proxy exits 0. It needs a tandem that implements SPEC §9 (the sidecars stop
+    after the last job container, not the first): without it the first job to
+    finish quits istio-proxy under the other, which may not have started yet.
+    It runs when TANDEM_JOB_CONTAINERS is in `tandem --help`, and says so when
+    it does not.
+
+Each Pod as sent never mentioned tandem (only the opt-in label): checked first.
+
+Usage: pods.py HARNESS TANDEM FAKE_SIDECAR ENVOY ORIGINAL PATCHED
+  HARNESS: tests/pods/pods.py; TANDEM, FAKE_SIDECAR: static musl builds; ENVOY:
+  the pinned Envoy.
+
+Needs root, podman (with runc), catatonit and a static busybox: without them it
+skips (recorded in $SKIPS), except under CI=true, where it fails. Everything it
+creates is named with this run's id and removed at the end.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# The images the injector tests' Pods name (injector/tests/support/pods.rs),
+# beside those the harness already maps.
+IMAGES = {
+    "docker.io/istio/proxyv2:1.28.0": "istio-proxy",
+}
+# The token volume kubelet would fill: podman has no projected volumes.
+TOKEN_VOLUME = "kube-api-access-7xk2p"
+# The cases that run, and the Pod harness' bounds.
+CASES = ["plain", "istio-classic", "istio-native", "two-jobs"]
+NATIVE_STAYS_FOR = 5.0
+
+
+def load_harness(path):
+    """tests/pods/pods.py as a module."""
+    sys.dont_write_bytecode = True  # no __pycache__ beside the harness
+    spec = importlib.util.spec_from_file_location("pods_harness", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def to_podman(h, podman, name, pod):
+    """The patched Pod as podman can play it: local images, nothing pulled, the
+    token volume and the ports left out, native sidecars run as containers, its
+    own name."""
+    pod = json.loads(json.dumps(pod))
+    spec = pod["spec"]
+    mapping = dict(h.IMAGES, **IMAGES)
+    native = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+    spec["initContainers"] = [c for c in spec.get("initContainers", []) if c not in native]
+    for c in native:
+        del c["restartPolicy"]
+    spec["containers"] = native + spec["containers"]
+    for c in spec["initContainers"] + spec["containers"]:
+        if c["image"] not in mapping:
+            raise h.Failed(f"{name}: no local image for {c['image']}")
+        c["image"] = podman.image(mapping[c["image"]])
+        c["imagePullPolicy"] = "Never"
+        c["volumeMounts"] = [m for m in c.get("volumeMounts", []) if m["name"] != TOKEN_VOLUME]
+        # podman 4 binds a containerPort on the host, where Pods running side by
+        # side collide; in Kubernetes it is informational.
+        c.pop("ports", None)
+    spec["volumes"] = [v for v in spec["volumes"] if v["name"] != TOKEN_VOLUME]
+    pod["metadata"] = {
+        "name": name,
+        "labels": pod["metadata"]["labels"],
+        "annotations": pod["metadata"].get("annotations", {}),
+    }
+    pod.pop("status", None)
+    return pod, [c["name"] for c in native]
+
+
+def run_class(h):
+    """The harness' Case (play, state, log, dump) for a patched Pod: several job
+    containers, native sidecars, no manifest of examples/k8s behind it."""
+
+    class Run(h.Case):
+        """One patched Pod playing."""
+
+        # pylint: disable=super-init-not-called (Case reads a manifest; this has a Pod)
+        def __init__(self, podman, work, key, pod):
+            self.h = h
+            self.key = key
+            self.name = f"tandem-injected-{key}-{podman.run_id}"
+            self.jobs = [c["name"] for c in pod["spec"]["containers"]
+                         if c.get("command", [""])[0] == "/tandem/tandem"]
+            self.job = self.jobs[0]
+            self.pod, self.native = to_podman(h, podman, self.name, pod)
+            self.sidecars = [c["name"] for c in self.pod["spec"]["containers"]
+                             if c["name"] not in self.jobs]
+            self.file = work / f"{key}.json"
+            self.file.write_text(json.dumps(self.pod, indent=2))
+            self.podman = podman
+
+        def jobs_done(self):
+            """True when every job container has exited."""
+            states = self.state()
+            return all(states.get(j, ("missing", None))[0] == "exited" for j in self.jobs)
+
+    return Run
+
+
+def check(run):
+    """The job containers exited with the app's status after tandem waited for
+    the sidecars; classic sidecars quit (exit 0), native ones still running and
+    never asked to quit."""
+    h = run.h
+    states = run.state()
+    for job in run.jobs:
+        state, code = states.get(job, ("missing", None))
+        log = run.log(job)
+        if code != 3:
+            raise h.Failed(f"{run.key}: job container {job} exited {code}, not the app's 3")
+        expected = ["app: "] + (["tandem: sidecars ready"] if run.sidecars else [])
+        for line in expected:
+            if line not in log:
+                raise h.Failed(f"{run.key}: {job}'s log has no {line!r}")
+    for sidecar in run.sidecars:
+        state, code = states.get(sidecar, ("missing", None))
+        if sidecar in run.native:
+            if state != "running":
+                raise h.Failed(f"{run.key}: native sidecar {sidecar} is {state} (exit {code}): "
+                               "tandem must not quit it, kubelet stops it")
+            if "asked to quit" in run.log(sidecar):
+                raise h.Failed(f"{run.key}: native sidecar {sidecar} was asked to quit")
+        elif state != "exited" or code != 0:
+            raise h.Failed(f"{run.key}: sidecar {sidecar} is {state}, exit {code}, not exited 0")
+    sidecars = ", ".join(f"{s} {'still running (native)' if s in run.native else 'exited 0'}"
+                         for s in run.sidecars)
+    h.say(f"ok: {run.key}: {', '.join(run.jobs)} exited 3 under the injected tandem; "
+          f"{sidecars or 'no sidecar'}")
+
+
+def never_mentioned_tandem(h, original):
+    """The Pod as sent names tandem only in its opt-in label."""
+    for path in original:
+        pod = json.loads(path.read_text())
+        pod["metadata"]["labels"].pop("tandem.dev/inject")
+        if "tandem" in json.dumps(pod):
+            raise h.Failed(f"{path}: the Pod as sent already mentions tandem")
+
+
+def cases(h, tandem):
+    """The cases this tandem can run: two-jobs only with SPEC §9."""
+    usage = subprocess.run([tandem, "--help"], capture_output=True, text=True, check=True).stdout
+    if "TANDEM_JOB_CONTAINERS" in usage:
+        return CASES
+    h.say("two-jobs: not run: this tandem does not implement SPEC §9 yet "
+          "(no TANDEM_JOB_CONTAINERS in its --help)")
+    return [key for key in CASES if key != "two-jobs"]
+
+
+def test(h, podman, work, keys, original_dir, patched_dir):
+    """Every case, all Pods at once."""
+    originals = [original_dir / f"{key}.json" for key in CASES]
+    never_mentioned_tandem(h, originals)
+    make_run = run_class(h)
+    runs = [make_run(podman, work, key, json.loads((patched_dir / f"{key}.json").read_text()))
+            for key in keys]
+    started = time.monotonic()
+    for run in runs:
+        run.play()
+    h.say(f"{len(runs)} injected Pods playing")
+    try:
+        for run in runs:
+            left = h.COMPLETE_WITHIN - (time.monotonic() - started)
+            h.wait_for(run.jobs_done, left, f"{run.key}: the job containers exited")
+            classic = [s for s in run.sidecars if s not in run.native]
+            h.wait_for(lambda: all(run.state()[s][0] == "exited" for s in classic),
+                       h.COMPLETE_WITHIN - (time.monotonic() - started),
+                       f"{run.key}: the classic sidecars exited")
+        time.sleep(NATIVE_STAYS_FOR)
+        for run in runs:
+            check(run)
+    except h.Failed:
+        for run in runs:
+            h.say(f"{run.key}:")
+            run.dump()
+        raise
+    h.say(f"all {len(runs)} injected Pods as expected in {time.monotonic() - started:.1f}s")
+
+
+def main(argv):
+    """Checks prerequisites, builds the images, runs, cleans up."""
+    if len(argv) != 6:
+        print(__doc__.split("\n\n")[-3], file=sys.stderr)
+        return 64
+    harness, tandem, fake, envoy, original_dir, patched_dir = (Path(a).resolve() for a in argv)
+    h = load_harness(harness)
+    for path in (tandem, fake, envoy):
+        if not os.access(path, os.X_OK):
+            h.say(f"{path}: not an executable (build it first: make injector-pods does)")
+            return 64
+    for key in CASES:
+        for d in (original_dir, patched_dir):
+            if not (d / f"{key}.json").exists():
+                h.say(f"{d / key}.json is missing: make injector-test writes it")
+                return 64
+    if os.geteuid() != 0:
+        h.skip("podman's Pods here need root (run as root, or in CI)")
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        h.skip("podman or runc is missing (apt-get install podman runc catatonit)")
+    busybox = next((p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists()), None)
+    static = busybox and "INTERP" not in subprocess.run(
+        ["readelf", "-lW", busybox], capture_output=True, text=True).stdout
+    if not static:
+        h.skip("no static busybox for the images' shell (apt-get install busybox-static)")
+
+    target = ROOT / "target" / "injector-pods"
+    target.mkdir(parents=True, exist_ok=True)
+    # As the harness does: runc, cgroupfs, no default ulimits on this kind of machine.
+    conf = target / "containers.conf"
+    conf.write_text('[containers]\ndefault_ulimits = []\n\n'
+                    '[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n')
+    podman = h.Podman(conf, os.getpid())
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda n, _: sys.exit(128 + n))
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=target))
+    try:
+        t0 = time.monotonic()
+        h.build_images(podman, work, tandem, fake, envoy, busybox)
+        h.say(f"images built in {time.monotonic() - t0:.1f}s")
+        test(h, podman, work, cases(h, tandem), original_dir, patched_dir)
+        return 0
+    except h.Failed as err:
+        h.say(f"FAILED: {err}")
+        return 1
+    finally:
+        podman.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)

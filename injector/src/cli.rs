@@ -1,0 +1,277 @@
+//! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
+//! `--image`, each with its variable (the option wins), validated before
+//! anything is opened; a bad or missing value is one line naming the option or
+//! variable, the value and what is expected (exit 64, as the wrapper).
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+
+use crate::tls::Files;
+
+/// Exit status for bad usage (sysexits' EX_USAGE).
+pub const EX_USAGE: u8 = 64;
+/// The listen address when neither option nor variable gives one.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
+
+/// What a run serves with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Where to accept HTTPS. Default: `0.0.0.0:8443`.
+    pub listen: SocketAddr,
+    /// The certificate and key files.
+    pub files: Files,
+    /// The tandem image the init container runs.
+    pub image: String,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Task {
+    /// Serve.
+    Run(Config),
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// One option: its flag, its variable, its value's name and its help line.
+struct Opt {
+    flag: &'static str,
+    var: &'static str,
+    value: &'static str,
+    help: &'static str,
+}
+
+const LISTEN: Opt = Opt {
+    flag: "--listen",
+    var: "TANDEM_INJECTOR_LISTEN",
+    value: "HOST:PORT",
+    help: "address to serve HTTPS on, an IP and a port (default 0.0.0.0:8443)",
+};
+const CERT: Opt = Opt {
+    flag: "--tls-cert",
+    var: "TANDEM_INJECTOR_TLS_CERT",
+    value: "PEM",
+    help: "certificate chain file, leaf first (reloaded when it changes)",
+};
+const KEY: Opt = Opt {
+    flag: "--tls-key",
+    var: "TANDEM_INJECTOR_TLS_KEY",
+    value: "PEM",
+    help: "its private key file (reloaded when it changes)",
+};
+const IMAGE: Opt = Opt {
+    flag: "--image",
+    var: "TANDEM_INJECTOR_IMAGE",
+    value: "IMAGE",
+    help: "the tandem image the install init container runs",
+};
+const OPTIONS: [&Opt; 4] = [&LISTEN, &CERT, &KEY, &IMAGE];
+
+/// The `--help` text.
+pub fn help() -> String {
+    let mut text = String::from(
+        "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
+         the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
+         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\n\
+         Options (each also read from its variable; the option wins):\n",
+    );
+    for o in OPTIONS {
+        let flag = format!("{} {}", o.flag, o.value);
+        text.push_str(&format!("  {flag:<20} {:<26} {}\n", o.var, o.help));
+    }
+    text.push_str(
+        "  --help, --version\n\n\
+         Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
+         labelled) and GET /healthz. SIGTERM: stop accepting, answer what is in\n\
+         flight, exit 0. Bad usage exits 64.\n",
+    );
+    text
+}
+
+/// Reads the command line `args` (without the program name) and the variables
+/// through `var`.
+pub fn parse(
+    args: impl IntoIterator<Item = OsString>,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> Result<Task, String> {
+    let mut given: [Option<OsString>; 4] = Default::default();
+    let mut parser = lexopt::Parser::from_args(args);
+    while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
+        match arg {
+            lexopt::Arg::Long("help") | lexopt::Arg::Short('h') => return Ok(Task::Help),
+            lexopt::Arg::Long("version") | lexopt::Arg::Short('V') => return Ok(Task::Version),
+            lexopt::Arg::Long(name) => {
+                let i = OPTIONS
+                    .iter()
+                    .position(|o| o.flag[2..] == *name)
+                    .ok_or_else(|| format!("unknown option --{name} (see --help)"))?;
+                let flag = OPTIONS[i].flag;
+                given[i] = Some(parser.value().map_err(|e| format!("{flag}: {e}"))?);
+            }
+            other => return Err(format!("{} (see --help)", other.unexpected())),
+        }
+    }
+    // Each value with where it came from, for the error lines: the option if
+    // given, else the variable if set and not empty.
+    let mut values = OPTIONS.iter().zip(given).map(|(o, value)| match value {
+        Some(v) => Some((o.flag.to_string(), v)),
+        None => var(o.var)
+            .filter(|v| !v.is_empty())
+            .map(|v| (o.var.to_string(), v)),
+    });
+    let mut next = || values.next().flatten();
+    let listen = match next() {
+        Some((from, v)) => parse_listen(&from, &v)?,
+        None => DEFAULT_LISTEN
+            .parse()
+            .map_err(|_| "invariant: the default listen address parses")?,
+    };
+    let cert = next().ok_or_else(|| missing(&CERT))?.1.into();
+    let key = next().ok_or_else(|| missing(&KEY))?.1.into();
+    let image = match next() {
+        Some((from, v)) => parse_image(&from, &v)?,
+        None => return Err(missing(&IMAGE)),
+    };
+    Ok(Task::Run(Config {
+        listen,
+        files: Files { cert, key },
+        image,
+    }))
+}
+
+fn missing(o: &Opt) -> String {
+    let example = match o.flag {
+        "--image" => ", e.g. ghcr.io/tandem-sidecar/tandem:0.1.0",
+        _ => ", e.g. /tls/tls.crt and /tls/tls.key from the Secret cert-manager writes",
+    };
+    format!(
+        "missing {} {} (or {}): {}{example}",
+        o.flag, o.value, o.var, o.help
+    )
+}
+
+fn parse_listen(from: &str, value: &OsString) -> Result<SocketAddr, String> {
+    value.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+        format!(
+            "{from} {value:?}: expected an IP address and a port, e.g. 0.0.0.0:8443 or [::]:8443"
+        )
+    })
+}
+
+fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
+    match value.to_str() {
+        Some(s) if !s.chars().any(|c| c.is_whitespace() || c.is_control()) => Ok(s.to_string()),
+        _ => Err(format!(
+            "{from} {value:?}: expected an image reference without blanks, e.g. ghcr.io/tandem-sidecar/tandem:0.1.0"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn run(args: &str, vars: &[(&str, &str)]) -> Result<Task, String> {
+        let vars: Vec<(String, OsString)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        parse(args.split_whitespace().map(OsString::from), |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    }
+
+    const NEEDED: &str = "--tls-cert c.pem --tls-key k.pem --image img:1";
+
+    #[test]
+    fn options_override_variables_and_listen_has_a_default() {
+        let Ok(Task::Run(c)) = run(NEEDED, &[("TANDEM_INJECTOR_IMAGE", "other")]) else {
+            panic!()
+        };
+        assert_eq!(c.listen.to_string(), "0.0.0.0:8443");
+        assert_eq!(c.image, "img:1");
+        assert_eq!(c.files.cert, PathBuf::from("c.pem"));
+        let vars = [
+            ("TANDEM_INJECTOR_LISTEN", "127.0.0.1:9443"),
+            ("TANDEM_INJECTOR_TLS_CERT", "/tls/tls.crt"),
+            ("TANDEM_INJECTOR_TLS_KEY", "/tls/tls.key"),
+            ("TANDEM_INJECTOR_IMAGE", "ghcr.io/x/tandem:1"),
+        ];
+        let Ok(Task::Run(c)) = run("", &vars) else {
+            panic!()
+        };
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9443");
+        assert_eq!(c.files.key, PathBuf::from("/tls/tls.key"));
+        assert_eq!(c.image, "ghcr.io/x/tandem:1");
+        assert_eq!(run("--listen [::1]:0 --help", &[]), Ok(Task::Help));
+        assert_eq!(run("--version", &[]), Ok(Task::Version));
+    }
+
+    #[test]
+    fn bad_or_missing_values_name_the_option_or_variable_and_what_is_expected() {
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
+            (
+                "--tls-key k --image i",
+                &[],
+                "missing --tls-cert PEM (or TANDEM_INJECTOR_TLS_CERT)",
+            ),
+            (
+                "--tls-cert c --image i",
+                &[],
+                "missing --tls-key PEM (or TANDEM_INJECTOR_TLS_KEY)",
+            ),
+            (
+                "--tls-cert c --tls-key k",
+                &[("TANDEM_INJECTOR_IMAGE", "")],
+                "missing --image IMAGE",
+            ),
+            (
+                NEEDED,
+                &[("TANDEM_INJECTOR_LISTEN", "localhost:8443")],
+                "TANDEM_INJECTOR_LISTEN \"localhost:8443\": expected an IP address and a port",
+            ),
+            (
+                "--listen 8443 --tls-cert c --tls-key k --image i",
+                &[],
+                "--listen \"8443\": expected",
+            ),
+            (
+                "--tls-cert c --tls-key k --image a\tb",
+                &[],
+                "unexpected argument",
+            ),
+            (
+                "--tls-cert c --tls-key k --image",
+                &[],
+                "--image: missing argument",
+            ),
+            ("--port 1", &[], "unknown option --port (see --help)"),
+            ("serve", &[], "unexpected argument \"serve\""),
+        ];
+        for (args, vars, expected) in cases {
+            let err = run(args, vars).unwrap_err();
+            assert!(err.starts_with(expected), "{args}: {err}");
+        }
+        let err = parse(
+            ["--tls-cert", "c", "--tls-key", "k", "--image", "a b"].map(OsString::from),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("--image \"a b\": expected an image reference"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn help_names_every_option_and_variable() {
+        let text = help();
+        for o in OPTIONS {
+            assert!(text.contains(o.flag) && text.contains(o.var), "{}", o.flag);
+        }
+    }
+}

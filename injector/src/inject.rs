@@ -1,0 +1,436 @@
+//! SPEC §10: which Pods change and how. A pure function from the review's
+//! `request` to a JSONPatch, warnings for `kubectl` and a one-line summary for
+//! the log; it reads the Pod as JSON and never fails: what it cannot read leaves
+//! the Pod unchanged with a warning that says why.
+
+use serde_json::{Map, Value, json};
+
+use crate::sidecars::{self, Sidecar};
+
+/// The opt-in label, on the Pod (its Job's template) or its namespace.
+pub const LABEL: &str = "tandem.dev/inject";
+/// The label's value that opts in.
+pub const ENABLED: &str = "enabled";
+/// The init container that installs tandem; its presence marks a changed Pod.
+pub const INSTALL_CONTAINER: &str = "tandem-install";
+/// The `emptyDir` that carries the binary from the init container.
+pub const BIN_VOLUME: &str = "tandem-bin";
+/// The `emptyDir` where several job containers record who has finished (§9).
+pub const SHARED_VOLUME: &str = "tandem-shared";
+/// Where the job containers see the binary's volume.
+pub const BIN_DIR: &str = "/tandem";
+/// The binary in the job containers: the head of every changed command.
+pub const TANDEM: &str = "/tandem/tandem";
+/// Where the job containers see the shared volume.
+pub const SHARED_DIR: &str = "/tandem-shared";
+/// Where the init container sees the binary's volume: not `/tandem`, which is
+/// the binary itself in the tandem image.
+pub const INSTALL_DIR: &str = "/opt/tandem";
+/// The user the init container runs as (distroless' `nonroot`), so it passes
+/// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
+pub const INSTALL_UID: u32 = 65532;
+
+/// Which route the review came through: it says who opted the Pod in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `/mutate`: the Pod must carry `tandem.dev/inject: enabled` itself.
+    Label,
+    /// `/mutate/namespace`: the namespace is labelled; the Pod is injected unless
+    /// its own label says otherwise (`tandem.dev/inject: disabled`).
+    Namespace,
+}
+
+/// What the injector answers for one Pod.
+#[derive(Debug, Default, PartialEq)]
+pub struct Plan {
+    /// JSONPatch operations (RFC 6902); empty leaves the Pod as it is.
+    pub patch: Vec<Value>,
+    /// Admission warnings, shown by `kubectl`.
+    pub warnings: Vec<String>,
+    /// What happened, for the injector's log.
+    pub summary: String,
+}
+
+impl Plan {
+    fn unchanged(summary: impl Into<String>) -> Plan {
+        Plan {
+            summary: summary.into(),
+            ..Plan::default()
+        }
+    }
+}
+
+/// The plan for one admission `request` (SPEC §10): the Pod is changed only when
+/// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `image` is the
+/// tandem image the init container runs.
+pub fn plan(request: &Value, image: &str, scope: Scope) -> Plan {
+    let (pod, name) = match select(request, scope) {
+        Ok(found) => found,
+        Err(why) => return Plan::unchanged(why),
+    };
+    match change(pod, image) {
+        Ok(mut plan) => {
+            plan.summary = format!("{name}: {}", plan.summary);
+            plan
+        }
+        Err(problem) => Plan {
+            warnings: vec![format!("tandem-injector: Pod not injected: {problem}")],
+            summary: format!("{name}: not injected: {problem}"),
+            ..Plan::default()
+        },
+    }
+}
+
+/// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.
+fn select(request: &Value, scope: Scope) -> Result<(&Value, String), String> {
+    let kind = &request["kind"];
+    if kind["group"] != "" || kind["version"] != "v1" || kind["kind"] != "Pod" {
+        return Err(format!("not a Pod ({kind}): allowed unchanged"));
+    }
+    if request["operation"] != "CREATE" || !request["subResource"].is_null() {
+        return Err("not a Pod CREATE: allowed unchanged".into());
+    }
+    let pod = &request["object"];
+    let meta = &pod["metadata"];
+    let namespace = request["namespace"].as_str().unwrap_or("?");
+    let name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
+        (Some(name), _) if !name.is_empty() => format!("pod {namespace}/{name}"),
+        (_, Some(prefix)) => format!("pod {namespace}/{prefix}*"),
+        _ => format!("pod {namespace}/?"),
+    };
+    let label = meta["labels"][LABEL].as_str();
+    let opted_in = match scope {
+        Scope::Label => label == Some(ENABLED),
+        Scope::Namespace => label.is_none_or(|v| v == ENABLED),
+    };
+    if !opted_in {
+        return Err(format!("{name}: not opted in ({LABEL}: {label:?})"));
+    }
+    let job = meta["ownerReferences"].as_array().and_then(|owners| {
+        owners.iter().find(|o| {
+            o["kind"] == "Job"
+                && o["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("batch/"))
+        })
+    });
+    match job {
+        Some(job) => Ok((
+            pod,
+            format!("{name} (Job {})", job["name"].as_str().unwrap_or("?")),
+        )),
+        None => Err(format!("{name}: not owned by a Job: allowed unchanged")),
+    }
+}
+
+/// One container of the Pod as far as the injector reads it.
+struct Container<'a> {
+    index: usize,
+    name: &'a str,
+    command: Option<Vec<&'a str>>,
+    /// `env`, when the field is there.
+    env: Option<&'a [Value]>,
+    has_mounts: bool,
+    /// A native sidecar: an init container with `restartPolicy: Always`.
+    always: bool,
+}
+
+impl Container<'_> {
+    fn sets(&self, variable: &str) -> bool {
+        self.env
+            .is_some_and(|env| env.iter().any(|e| e["name"] == variable))
+    }
+
+    /// A literal `value` the container gives `variable` (not `valueFrom`).
+    fn value(&self, variable: &str) -> Option<String> {
+        let env = self.env?;
+        let entry = env.iter().find(|e| e["name"] == variable)?;
+        entry["value"].as_str().map(str::to_string)
+    }
+
+    fn runs_tandem(&self) -> bool {
+        self.command
+            .as_ref()
+            .is_some_and(|c| c.first() == Some(&TANDEM))
+    }
+}
+
+/// Reads `spec.FIELD` as a list of containers; a field that is missing or null is
+/// an empty list, anything else not shaped like containers is an error.
+fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Container<'a>>, String> {
+    let list = match spec.get(field) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(format!("spec.{field} is not a list")),
+    };
+    let mut found = Vec::with_capacity(list.len());
+    for (index, c) in list.iter().enumerate() {
+        let at = || format!("spec.{field}[{index}]");
+        let name = c["name"]
+            .as_str()
+            .ok_or_else(|| format!("{} has no name", at()))?;
+        let command = match &c["command"] {
+            Value::Null => None,
+            Value::Array(words) => Some(
+                words
+                    .iter()
+                    .map(Value::as_str)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| format!("{}.command is not a list of strings", at()))?,
+            ),
+            _ => return Err(format!("{}.command is not a list", at())),
+        };
+        let env = match &c["env"] {
+            Value::Null => None,
+            Value::Array(env) if env.iter().all(|e| e["name"].is_string()) => Some(env.as_slice()),
+            _ => return Err(format!("{}.env is not a list of named variables", at())),
+        };
+        let has_mounts = match &c["volumeMounts"] {
+            Value::Null => false,
+            Value::Array(_) => true,
+            _ => return Err(format!("{}.volumeMounts is not a list", at())),
+        };
+        found.push(Container {
+            index,
+            name,
+            command,
+            env,
+            has_mounts,
+            always: c["restartPolicy"] == "Always",
+        });
+    }
+    Ok(found)
+}
+
+/// The change for an opted-in Job's Pod, or the problem that prevents it.
+fn change(pod: &Value, image: &str) -> Result<Plan, String> {
+    let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
+    let main = containers(spec, "containers")?;
+    let init = containers(spec, "initContainers")?;
+    let volumes = match spec.get("volumes") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(v)) => Some(v),
+        Some(_) => return Err("spec.volumes is not a list".into()),
+    };
+    let injected = init.iter().any(|c| c.name == INSTALL_CONTAINER);
+    if !injected {
+        let taken = volumes
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == BIN_VOLUME || v["name"] == SHARED_VOLUME);
+        if let Some(v) = taken {
+            return Err(format!("it already has a volume named {}", v["name"]));
+        }
+    }
+
+    // Classic sidecars are quit by tandem (their preset); native ones only waited
+    // for (their readiness URL): kubelet stops them after the job containers.
+    let classic: Vec<&Sidecar> = known(&main, |_| true);
+    let native: Vec<&Sidecar> = known(&init, |c| c.always);
+
+    let mut warnings = Vec::new();
+    let mut wrapped = Vec::new();
+    for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
+        if injected {
+            // A second call (reinvocation): the containers changed the first time.
+            if c.runs_tandem() {
+                wrapped.push(c);
+            }
+            continue;
+        }
+        match c.command.as_deref() {
+            None | Some([]) => warnings.push(format!(
+                "tandem-injector: container {:?} not injected: it has no command \
+                 (set command to its image's entrypoint)",
+                c.name
+            )),
+            Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
+                warnings.push(format!(
+                    "tandem-injector: container {:?} left as is: it already runs tandem",
+                    c.name
+                ))
+            }
+            Some(_) => wrapped.push(c),
+        }
+    }
+    if wrapped.is_empty() {
+        let summary = if injected {
+            "already injected"
+        } else {
+            "no container to inject"
+        };
+        return Ok(Plan {
+            warnings,
+            summary: summary.into(),
+            ..Plan::default()
+        });
+    }
+
+    let several = wrapped.len() > 1;
+    let mut patch = Vec::new();
+    if !injected {
+        let mut new_volumes = vec![json!({"name": BIN_VOLUME, "emptyDir": {"sizeLimit": "16Mi"}})];
+        if several {
+            new_volumes.push(json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}));
+        }
+        append(&mut patch, "/spec/volumes", volumes.is_some(), new_volumes);
+        let has_init = !matches!(spec.get("initContainers"), None | Some(Value::Null));
+        append(
+            &mut patch,
+            "/spec/initContainers",
+            has_init,
+            vec![install_container(image)],
+        );
+        for c in &wrapped {
+            let at = format!("/spec/containers/{}", c.index);
+            let command: Vec<&str> = [TANDEM, "--"]
+                .into_iter()
+                .chain(c.command.iter().flatten().copied())
+                .collect();
+            patch.push(json!({"op": "replace", "path": format!("{at}/command"), "value": command}));
+            let mut mounts =
+                vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
+            if several {
+                mounts.push(json!({"name": SHARED_VOLUME, "mountPath": SHARED_DIR}));
+            }
+            append(
+                &mut patch,
+                &format!("{at}/volumeMounts"),
+                c.has_mounts,
+                mounts,
+            );
+        }
+    }
+
+    let names: Vec<&str> = wrapped.iter().map(|c| c.name).collect();
+    let mut told = Vec::new();
+    for c in &wrapped {
+        let vars = variables(c, &classic, &native, several.then_some(&names[..]));
+        if !vars.is_empty() {
+            told.push(format!("{} ({})", c.name, describe(&vars)));
+            let at = format!("/spec/containers/{}/env", c.index);
+            append(&mut patch, &at, c.env.is_some(), vars);
+        }
+    }
+    let summary = match (injected, told.is_empty()) {
+        (true, true) => "already injected".to_string(),
+        (true, false) => format!("already injected; added {}", told.join(", ")),
+        (false, _) => format!("injected {}{}", names.join(", "), with(&told)),
+    };
+    Ok(Plan {
+        patch,
+        warnings,
+        summary,
+    })
+}
+
+/// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
+fn known(list: &[Container], keep: impl Fn(&Container) -> bool) -> Vec<&'static Sidecar> {
+    sidecars::SIDECARS
+        .iter()
+        .filter(|s| list.iter().any(|c| c.name == s.container && keep(c)))
+        .collect()
+}
+
+/// The variables tandem needs in job container `c` that it does not set itself:
+/// the mesh (`TANDEM_MESH` for classic sidecars, `TANDEM_READY_URLS` for native
+/// ones, neither when the container sets either), and §9's three when there are
+/// several job containers (none when it sets any of them).
+fn variables(
+    c: &Container,
+    classic: &[&Sidecar],
+    native: &[&Sidecar],
+    jobs: Option<&[&str]>,
+) -> Vec<Value> {
+    let mut vars = Vec::new();
+    let var = |name: &str, value: String| json!({"name": name, "value": value});
+    if !c.sets("TANDEM_MESH") && !c.sets("TANDEM_READY_URLS") {
+        let mesh: Vec<&str> = classic.iter().map(|s| s.preset).collect();
+        if !mesh.is_empty() {
+            vars.push(var("TANDEM_MESH", mesh.join(",")));
+        }
+        let ready: Vec<String> = native
+            .iter()
+            .filter_map(|s| s.ready_url(|v| c.value(v)))
+            .collect();
+        if !ready.is_empty() {
+            vars.push(var("TANDEM_READY_URLS", ready.join(",")));
+        }
+    }
+    const SEVERAL: [&str; 3] = [
+        "TANDEM_JOB_CONTAINERS",
+        "TANDEM_CONTAINER_NAME",
+        "TANDEM_SHARED_DIR",
+    ];
+    if let Some(jobs) = jobs
+        && !SEVERAL.iter().any(|v| c.sets(v))
+    {
+        vars.push(var(SEVERAL[0], jobs.join(",")));
+        vars.push(var(SEVERAL[1], c.name.to_string()));
+        vars.push(var(SEVERAL[2], SHARED_DIR.to_string()));
+    }
+    vars
+}
+
+/// `NAME=value, …` of the variables, for the log.
+fn describe(vars: &[Value]) -> String {
+    let each: Vec<String> = vars
+        .iter()
+        .map(|v| {
+            format!(
+                "{}={}",
+                v["name"].as_str().unwrap_or(""),
+                v["value"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    each.join(" ")
+}
+
+fn with(told: &[String]) -> String {
+    if told.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", told.join(", "))
+    }
+}
+
+/// Operations that add `items` to the list at `path`: the whole list when the
+/// field is not there, else one append each.
+fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
+    if exists {
+        for item in items {
+            patch.push(json!({"op": "add", "path": format!("{path}/-"), "value": item}));
+        }
+    } else {
+        patch.push(json!({"op": "add", "path": path, "value": items}));
+    }
+}
+
+/// The init container that copies tandem into the binary's volume, shaped to
+/// pass Pod Security "restricted" whatever the Pod's own settings.
+fn install_container(image: &str) -> Value {
+    json!({
+        "name": INSTALL_CONTAINER,
+        "image": image,
+        "command": ["/tandem", "--install-to", INSTALL_DIR],
+        "volumeMounts": [{"name": BIN_VOLUME, "mountPath": INSTALL_DIR}],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "16Mi"},
+            "limits": {"memory": "16Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "runAsNonRoot": true,
+            "runAsUser": INSTALL_UID,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    })
+}
+
+#[cfg(test)]
+#[path = "inject_tests.rs"]
+mod tests;

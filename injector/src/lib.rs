@@ -1,0 +1,28 @@
+//! tandem-injector: a Kubernetes mutating admission webhook that puts tandem into
+//! the Pods of opted-in Jobs (SPEC §10), so no Job or CronJob spec is edited by
+//! hand. `main.rs` tells the story; the modules below are its parts, public so the
+//! fuzz target, the tests and the benchmark call the same code.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `admission` | an `AdmissionReview` body in, the response body out |
+//! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
+//! | `cli` | the command line and its variables, validated (64 on bad input) |
+//! | `http` | one HTTP/1.1 request read within bounds, one response written |
+//! | `deadline` | a socket whose reads and writes end by a deadline |
+//! | `tls` | the certificate files and their reload on change |
+//! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
+//! | `log` | stderr lines |
+
+#![warn(missing_docs)]
+
+pub mod admission;
+pub mod cli;
+pub mod deadline;
+pub mod http;
+pub mod inject;
+pub mod log;
+pub mod server;
+pub mod sidecars;
+pub mod tls;

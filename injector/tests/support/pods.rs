@@ -1,0 +1,212 @@
+//! Admission requests as the API server sends them for a Job's Pod: the Pod as
+//! the Job controller creates it (generateName, the Job as controlling owner,
+//! its labels and finalizer), after defaulting and the built-in admission plugins
+//! (the service account token volume, default tolerations), wrapped in an
+//! `AdmissionReview` with the Job controller as the user. Shared by the unit
+//! tests, the HTTPS tests, the Pod runs and the benchmark.
+
+#![allow(dead_code)] // each user takes the builders it needs
+
+use serde_json::{Value, json};
+
+/// The Job's uid, in its Pods' labels and owner reference.
+pub const JOB_UID: &str = "4c1e9a9e-3f1f-4d2a-9a43-7b2f4f0b1a11";
+/// The image the injector is started with in the tests.
+pub const TANDEM_IMAGE: &str = "registry.example.com/tandem:0.1.0";
+/// A job image without tandem in it: the injector must bring it.
+pub const JOB_IMAGE: &str = "registry.example.com/myjob-distroless:1.0";
+/// The image the Istio injector gives istio-proxy.
+pub const ISTIO_IMAGE: &str = "docker.io/istio/proxyv2:1.28.0";
+/// The service account token volume the ServiceAccount plugin adds.
+pub const TOKEN_VOLUME: &str = "kube-api-access-7xk2p";
+
+/// A container after defaulting, with the token mount, running `command` (None:
+/// the image's entrypoint) and `args`.
+pub fn container(name: &str, image: &str, command: Option<&[&str]>, args: &[&str]) -> Value {
+    let mut c = json!({
+        "name": name,
+        "image": image,
+        "resources": {},
+        "volumeMounts": [{
+            "name": TOKEN_VOLUME,
+            "readOnly": true,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+        }],
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
+    });
+    if let Some(command) = command {
+        c["command"] = json!(command);
+    }
+    if !args.is_empty() {
+        c["args"] = json!(args);
+    }
+    c
+}
+
+/// The job container of most cases: `/app/myjob --since=yesterday`.
+pub fn job_container(name: &str) -> Value {
+    container(
+        name,
+        JOB_IMAGE,
+        Some(&["/app/myjob"]),
+        &["--since=yesterday"],
+    )
+}
+
+/// istio-proxy as Istio's injector adds it (the fields tandem's pods harness
+/// and the schema care about): a classic sidecar, or with `native` an init
+/// container with `restartPolicy: Always`.
+pub fn istio_proxy(native: bool) -> Value {
+    let mut c = container("istio-proxy", ISTIO_IMAGE, None, &["proxy", "sidecar"]);
+    c["ports"] = json!([{"containerPort": 15090, "name": "http-envoy-prom", "protocol": "TCP"}]);
+    c["readinessProbe"] = json!({
+        "httpGet": {"path": "/healthz/ready", "port": 15021, "scheme": "HTTP"},
+        "periodSeconds": 15, "timeoutSeconds": 3, "successThreshold": 1, "failureThreshold": 4,
+    });
+    if native {
+        c["restartPolicy"] = json!("Always");
+    }
+    c
+}
+
+/// The Pod the Job controller creates for Job `job`, labelled for injection,
+/// with these containers and init containers.
+pub fn job_pod(job: &str, containers: Vec<Value>, init: Vec<Value>) -> Value {
+    let mut pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": format!("{job}-"),
+            "namespace": "default",
+            "labels": {
+                "batch.kubernetes.io/controller-uid": JOB_UID,
+                "batch.kubernetes.io/job-name": job,
+                "controller-uid": JOB_UID,
+                "job-name": job,
+                "tandem.dev/inject": "enabled",
+            },
+            "annotations": {"batch.kubernetes.io/job-tracking": ""},
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+            "ownerReferences": [{
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job,
+                "uid": JOB_UID,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "volumes": [{
+                "name": TOKEN_VOLUME,
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                    ],
+                    "defaultMode": 420,
+                },
+            }],
+            "containers": containers,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "securityContext": {},
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            ],
+            "priority": 0,
+            "enableServiceLinks": true,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {},
+    });
+    if !init.is_empty() {
+        pod["spec"]["initContainers"] = json!(init);
+    }
+    pod
+}
+
+/// The `AdmissionReview` the API server sends for creating `pod`.
+pub fn review(uid: &str, pod: &Value) -> Value {
+    let gvk = json!({"group": "", "version": "v1", "kind": "Pod"});
+    let gvr = json!({"group": "", "version": "v1", "resource": "pods"});
+    json!({
+        "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "request": {
+            "uid": uid,
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "namespace": pod["metadata"]["namespace"],
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "system:serviceaccount:kube-system:job-controller",
+                "uid": "0a4c3d51-1f0e-4b43-8c68-1c9e8f0d2e55",
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+            },
+            "object": pod,
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        },
+    })
+}
+
+/// Every case the HTTPS tests and the Pod runs share: (name, Pod).
+pub fn cases() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "plain",
+            job_pod("plain", vec![job_container("job")], vec![]),
+        ),
+        (
+            "istio-classic",
+            job_pod(
+                "istio-classic",
+                vec![job_container("job"), istio_proxy(false)],
+                vec![],
+            ),
+        ),
+        (
+            "istio-native",
+            job_pod(
+                "istio-native",
+                vec![job_container("job")],
+                vec![istio_proxy(true)],
+            ),
+        ),
+        (
+            "two-jobs",
+            job_pod(
+                "two-jobs",
+                vec![
+                    container("migrate", JOB_IMAGE, Some(&["/app/migrate"]), &[]),
+                    container("report", JOB_IMAGE, Some(&["/app/report"]), &["--all"]),
+                    istio_proxy(false),
+                ],
+                vec![],
+            ),
+        ),
+        (
+            "no-command",
+            job_pod(
+                "no-command",
+                vec![
+                    job_container("job"),
+                    container("uploader", JOB_IMAGE, None, &["--to=s3"]),
+                ],
+                vec![],
+            ),
+        ),
+    ]
+}
