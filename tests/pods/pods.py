@@ -56,7 +56,7 @@ IMAGES = {
     "registry.example.com/migrate:1.0": "job",
     "registry.example.com/report:1.0": "job",
     "registry.example.com/myjob-distroless:1.0": "job-distroless",
-    "registry.example.com/tandem:0.1.0": "tandem",
+    "ghcr.io/tandem-sidecar/tandem:0.1.0": "tandem",
     "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.3": "cloud-sql-proxy",
     "envoyproxy/envoy:v1.40.0": "envoy",
 }
