@@ -211,7 +211,8 @@ restricted: $(CHECKOV_VENV)/installed
 ## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
 ## images built from local files, the real Envoy as istio-proxy, the fake sidecar
 ## for the rest): each completes with the app's exit status and every sidecar
-## exited; the same Istio Pod without tandem stays running (tests/pods/pods.py).
+## exited, the job containers running as a non-root user on a read-only root; the
+## same Istio Pod without tandem stays running (tests/pods/pods.py).
 ## Needs root, podman, runc and busybox-static; skipped without them, except under CI=true.
 ## demo-pod: the same Pod without tandem, stuck, then with tandem, completing.
 PODS_BIN = target/$(NATIVE_MUSL)/release
