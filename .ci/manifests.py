@@ -1,8 +1,9 @@
 """Checks for the Kubernetes examples and the README (run by .ci/manifests.sh).
 
-  manifests.py extract README OUT_DIR
-      Writes every ```yaml block of README to OUT_DIR/README.md-L<line>.yaml, so
-      yamllint and kubernetes-validate report the README's line number.
+  manifests.py extract MARKDOWN OUT_DIR
+      Writes every ```yaml block of MARKDOWN (README.md, docs/*.md) to
+      OUT_DIR/<its name>-L<line>.yaml, so yamllint and kubernetes-validate report
+      the file and line.
   manifests.py check TANDEM README FILE...
       Every tandem option and tandem/scuttle/envoy-preflight variable named in
       FILE... (manifests) and in README (code blocks, the configuration table and
@@ -180,7 +181,7 @@ def readme_blocks(lines):
 
 
 def extract(readme, out_dir):
-    """Writes README's yaml blocks to OUT_DIR and prints their paths."""
+    """Writes the yaml blocks of a Markdown file to OUT_DIR and prints their paths."""
     with open(readme, encoding="utf-8") as f:
         lines = f.read().splitlines()
     os.makedirs(out_dir, exist_ok=True)

@@ -6,10 +6,15 @@ local scratch images (IMAGES below), adds the sidecar the mesh's injector would 
 (a real Envoy for Istio; the fake sidecar standing in where no real binary can be
 had), runs the Pod, and checks that it completes: the job container exits with the
 app's status (3), every sidecar container has exited 0 (told to quit, not killed),
-within a bound. A control Pod runs the same Istio Job without tandem: its sidecar
-must still be running when the others are done, so this test can fail. A signal
-case stops the job container while the app runs: the app must see SIGTERM through
-tandem, and the sidecars must quit.
+within a bound. The job containers run as the manifests' securityContext asks (not
+root, read-only root filesystem, no capabilities, no privilege escalation): the app
+says how it runs and that its orphan came back to tandem and was reaped, and the
+test checks both; each container gets a /dev/termination-log as the kubelet makes
+it, which must hold tandem's reason when tandem ended the run, and nothing else.
+A control Pod runs the same Istio Job without tandem: its sidecar must still be
+running when the others are done, so this test can fail. A signal case stops the
+job container while the app runs: the app must see SIGTERM through tandem, and the
+sidecars must quit.
 
 Usage: pods.py [--demo] TANDEM FAKE_SIDECAR ENVOY
   TANDEM and FAKE_SIDECAR: static musl builds; ENVOY: the pinned Envoy (glibc,
@@ -56,7 +61,7 @@ IMAGES = {
     "registry.example.com/migrate:1.0": "job",
     "registry.example.com/report:1.0": "job",
     "registry.example.com/myjob-distroless:1.0": "job-distroless",
-    "registry.example.com/tandem:0.1.0": "tandem",
+    "ghcr.io/tandem-sidecar/tandem:0.1.0": "tandem",
     "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.3": "cloud-sql-proxy",
     "envoyproxy/envoy:v1.40.0": "envoy",
 }
@@ -351,10 +356,68 @@ def make_pod(podman, name, manifest, images=None, without_tandem=False):
     return pod, jobs[0]
 
 
+def mount_termination_logs(spec, directory):
+    """What the kubelet does for every container: an empty file on the node, mode
+    0666 so that any user can write it, mounted at /dev/termination-log (podman
+    mounts none). Returns {container name: the file}."""
+    directory.mkdir(parents=True)
+    files = {}
+    for c in spec.get("initContainers", []) + spec["containers"]:
+        path = directory / c["name"]
+        path.touch()
+        path.chmod(0o666)
+        volume = f"termination-log-{c['name']}"
+        spec.setdefault("volumes", []).append(
+            {"name": volume, "hostPath": {"path": str(path), "type": "File"}})
+        c.setdefault("volumeMounts", []).append(
+            {"name": volume, "mountPath": "/dev/termination-log"})
+        files[c["name"]] = path
+    return files
+
+
+# The app's line on how it runs (bin/app.sh).
+RUNS_AS = re.compile(
+    r"^app: as uid (\d+), root filesystem (\w+), CapBnd ([0-9a-f]+), NoNewPrivs (\d)$", re.M)
+
+
+def check_restricted(case, log):
+    """The job ran as the examples' securityContext asks: not root, on a read-only
+    root filesystem, with no capabilities and no_new_privs (podman applies
+    runAsUser/runAsGroup, readOnlyRootFilesystem, capabilities and
+    allowPrivilegeEscalation; not runAsNonRoot, hence the uid check); and its
+    orphan came back to tandem, which reaped it."""
+    found = RUNS_AS.search(log)
+    if not found:
+        raise Failed(f"{case.key}: the app did not say how it runs")
+    uid, root, bounding, no_new_privs = found.groups()
+    wrong = [what for what, bad in (
+        ("as root", uid == "0"),
+        (f"on a root filesystem mounted {root}", root != "ro"),
+        ("with capabilities", int(bounding, 16) != 0),
+        ("without no_new_privs", no_new_privs != "1"),
+    ) if bad]
+    if wrong:
+        raise Failed(f"{case.key}: the job ran {', '.join(wrong)}: {found.group(0)}")
+    for pattern in (r"^app: orphan \d+ re-parented to tandem", r"^app: orphan \d+ reaped$"):
+        if not re.search(pattern, log, re.M):
+            raise Failed(f"{case.key}: the job's log has no line like {pattern!r}")
+
+
+def check_termination_log(case):
+    """/dev/termination-log holds tandem's reason when it ended the run itself, and
+    nothing when the app's status tells all (SPEC §7)."""
+    text = case.termination_logs[case.job].read_text()
+    if case.message is None and text:
+        raise Failed(f"{case.key}: termination message {text!r}, though the app ran")
+    if case.message is not None and case.message not in text:
+        raise Failed(f"{case.key}: termination message {text!r}, not {case.message!r}")
+
+
 class Case:
     """One Pod of the run and what it must do."""
 
-    def __init__(self, podman, work, key, manifest, what, waits=True, **pod_args):
+    def __init__(self, podman, work, key, manifest, what, waits=True, code=3, message=None,
+                 share_pids=False, **pod_args):
         self.key = key
         # Whether tandem has something to wait for (the vault preset has not).
         self.waits = waits
@@ -362,6 +425,12 @@ class Case:
         self.what = what
         self.name = f"tandem-{key}-{podman.run_id}"
         self.pod, self.job = make_pod(podman, self.name, manifest, **pod_args)
+        # How the job container must end: its status and, when tandem ended the
+        # run itself (the app never ran), what its termination message says.
+        self.code, self.message = code, message
+        if share_pids:
+            self.pod["spec"]["shareProcessNamespace"] = True
+        self.termination_logs = mount_termination_logs(self.pod["spec"], work / "logs" / key)
         self.sidecars = [
             c["name"] for c in self.pod["spec"]["containers"] if c["name"] != self.job
         ]
@@ -405,22 +474,28 @@ def wait_for(predicate, within, what):
 
 
 def check_completed(case, app_code, expect_in_log=()):
-    """The job container exited with the app's status after tandem saw the sidecars
-    ready; every sidecar exited 0."""
+    """The job container exited with the app's status (or tandem's, for an app that
+    never ran) after tandem saw the sidecars ready, as a non-root user with the
+    termination message SPEC §7 asks; every sidecar exited 0."""
     states = case.state()
     state, code = states.get(case.job, ("missing", None))
     log = case.log()
     if code != app_code:
         raise Failed(f"{case.key}: the job container exited {code}, not the app's {app_code}")
     ready = ("tandem: sidecars ready",) if case.waits else ()
-    for line in ready + ("app: ",) + tuple(expect_in_log):
+    ran = ("app: ",) if case.message is None else ()
+    for line in ready + ran + tuple(expect_in_log):
         if line not in log:
             raise Failed(f"{case.key}: the job's log has no {line!r}")
+    if ran:
+        check_restricted(case, log)
+    check_termination_log(case)
     for sidecar in case.sidecars:
         state, code = states.get(sidecar, ("missing", None))
         if state != "exited" or code != 0:
             raise Failed(f"{case.key}: sidecar {sidecar} is {state}, exit {code}, not exited 0")
-    started = [line for line in log.splitlines() if line.startswith("app: ")][0]
+    started = next((line for line in log.splitlines() if line.startswith("app: ")),
+                   f"termination message: {case.message}")
     say(f"ok: {case.key} ({case.what}): job exited {app_code}, "
         f"{', '.join(case.sidecars)} exited 0; {started}")
 
@@ -446,6 +521,16 @@ def cases(podman, work):
         Case(podman, work, "vault", "vault-agent-job.yaml",
              "the vault preset (fake agent; no readiness, quit retried until it listens)",
              waits=False),
+        # tandem not PID 1 (the Pod shares its process namespace, catatonit is):
+        # the app's orphan comes back to it as child subreaper, a non-root prctl.
+        Case(podman, work, "subreaper", "linkerd-job.yaml",
+             "shareProcessNamespace: tandem is a subreaper, not PID 1", share_pids=True),
+        # A job image without the command: tandem (installed by the init container)
+        # exits 127, writes why to the kubelet's termination log, quits the sidecar.
+        Case(podman, work, "not-found", "distroless-init-container.yaml",
+             "the job image lacks the command: 127, the reason in the termination log",
+             images={"registry.example.com/myjob-distroless:1.0": "tandem"},
+             code=127, message="/app/myjob: command not found"),
     ]
     control = Case(podman, work, "control", "istio-job.yaml",
                    "the Istio Job without tandem", without_tandem=True)
@@ -487,7 +572,7 @@ def test(podman, work):
                      f"{case.key}: every container of the Pod exited")
         check_completed(term, 42, ["app: got SIGTERM"])
         for case in done:
-            check_completed(case, 3)
+            check_completed(case, case.code)
         wait_for(lambda: control.state()[control.job][0] == "exited", COMPLETE_WITHIN,
                  "control: the job container (no tandem) exited")
         stuck_from = time.monotonic()
