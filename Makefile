@@ -190,10 +190,10 @@ tls: static
 		exit 1; fi
 	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
 
-## manifests: examples/k8s/ and the README's yaml blocks pass yamllint and validate
-## strictly against the Kubernetes 1.29 and 1.33 schemas; every tandem option and
-## variable they and the README use is accepted by the binary (the pinned linters
-## of lint-tools).
+## manifests: examples/k8s/ and the yaml blocks of the README and docs/*.md pass
+## yamllint and validate strictly against the Kubernetes 1.29 and 1.33 schemas;
+## every tandem option and variable they, the README and docs/ use is accepted by
+## the binary (the pinned linters of lint-tools).
 manifests: static lint-tools
 	.ci/manifests.sh $(BIN) $(LINT_BIN)
 
