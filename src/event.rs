@@ -11,9 +11,10 @@ pub enum Event {
     Signal(i32),
     /// Every readiness check passed.
     Ready,
-    /// What tandem waited for among the other job containers happened (one ended,
-    /// or one started): time to look at them again (SPEC §9).
-    Sibling,
+    /// The wait on the other job containers ended (SPEC §9): `true` when what it
+    /// waited for happened (one ended, or one started), `false` when the wait
+    /// failed (the waiting thread logged why).
+    Sibling(bool),
 }
 
 /// The receiving end, read by the main thread.

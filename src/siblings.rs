@@ -108,7 +108,7 @@ pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<T
             log::debug!("waiting for {running} to end");
             watch::until_gone(jobs.dir.join(format!("{running}.alive")), channel)
         } else if let Some(arrivals) = &arrivals {
-            log::debug!("waiting for {} to start", roll.not_started.join(", "));
+            log::debug!("waiting for {} to start", names(&roll.not_started));
             arrivals.next(channel)
         } else {
             // Watch first, then look again: one may have started in between.
@@ -122,6 +122,11 @@ pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<T
                     "signal {sig} while waiting for the other job containers: leaving the sidecars to them"
                 );
                 return Ok(Turn::Others);
+            }
+            Woken::Failed => {
+                return Err(String::from(
+                    "cannot wait for the other job containers: leaving the sidecars to them",
+                ));
             }
         }
     }
@@ -161,7 +166,8 @@ fn call_roll(jobs: &JobContainers, verdict: Option<&[u8]>) -> io::Result<Called>
             }))
         }
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            let by = fs::read_to_string(&claimed).unwrap_or_default();
+            let by = fs::read(&claimed).unwrap_or_default();
+            let by = String::from_utf8_lossy(&by);
             let by = if by.is_empty() { "another one" } else { &by };
             log::info!("every job container has finished: {by} sees to the sidecars");
             Ok(Called::Decided(Turn::Others))
@@ -227,10 +233,10 @@ impl Roll {
     fn tell_leaving(&self) {
         let mut line = String::from("leaving the sidecars to the last job container to finish");
         if !self.running.is_empty() {
-            line += &format!("; still running: {}", self.running.join(", "));
+            line += &format!("; still running: {}", names(&self.running));
         }
         if !self.not_started.is_empty() {
-            line += &format!("; not started yet: {}", self.not_started.join(", "));
+            line += &format!("; not started yet: {}", names(&self.not_started));
         }
         log::info!("{line}");
     }
@@ -243,6 +249,18 @@ impl Roll {
             );
         }
     }
+}
+
+/// Container names for a log line: `a, b`.
+fn names(list: &[String]) -> String {
+    let mut line = String::new();
+    for name in list {
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        line.push_str(name);
+    }
+    line
 }
 
 /// Opens (creating it) this container's own `.alive`, locks it and clears what a

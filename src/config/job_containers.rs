@@ -62,7 +62,7 @@ pub(super) fn read(src: &Sources) -> Result<Option<JobContainers>, Error> {
         return Err(invalid(
             me.name,
             &me.value,
-            &format!("one of the names in {} ({})", list.name, all.join(",")),
+            &format!("one of the names in {} ({})", list.name, list.value),
         ));
     }
     Ok(Some(JobContainers {
@@ -81,10 +81,16 @@ fn joined(src: &Sources, spec: &'static Spec) -> Result<Option<Found>, Error> {
     let Some(first) = found.first() else {
         return Ok(None);
     };
-    let values: Vec<&str> = found.iter().map(|f| f.value.as_str()).collect();
+    let mut value = String::new();
+    for item in &found {
+        if !value.is_empty() {
+            value.push(',');
+        }
+        value.push_str(&item.value);
+    }
     Ok(Some(Found {
         name: first.name,
-        value: values.join(","),
+        value,
     }))
 }
 
@@ -95,12 +101,16 @@ fn not_all_three(given: [Option<Found>; 3]) -> Error {
         &options::CONTAINER_NAME,
         &options::SHARED_DIR,
     ];
-    let missing: Vec<String> = specs
-        .iter()
-        .zip(&given)
-        .filter(|(_, found)| found.is_none())
-        .map(|(spec, _)| format!("{} ({})", spec.vars[0], spec.name))
-        .collect();
+    let mut missing = String::new();
+    for (spec, found) in specs.iter().zip(&given) {
+        if found.is_some() {
+            continue;
+        }
+        if !missing.is_empty() {
+            missing.push_str(" and ");
+        }
+        missing += &format!("{} ({})", spec.vars[0], spec.name);
+    }
     // At least one is given: `read` handles none.
     let Some(first) = given.iter().flatten().next() else {
         return Error::Usage("several job containers need all three settings".into());
@@ -108,10 +118,7 @@ fn not_all_three(given: [Option<Found>; 3]) -> Error {
     invalid(
         first.name,
         &first.value,
-        &format!(
-            "{} too: several job containers need all three settings",
-            missing.join(" and ")
-        ),
+        &format!("{missing} too: several job containers need all three settings"),
     )
 }
 

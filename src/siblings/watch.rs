@@ -4,13 +4,12 @@
 //! one's `.alive` to appear, then wakes the main thread through the event channel,
 //! where a terminating signal can end the wait first.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, ErrorKind, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::thread;
 
 use crate::event::{Channel, Event};
@@ -23,15 +22,20 @@ pub(super) enum Woken {
     Changed,
     /// tandem got this terminating signal first.
     Signal(i32),
+    /// The wait itself failed (logged already).
+    Failed,
 }
 
 /// Waits until the tandem holding `alive`'s lock is gone.
 pub(super) fn until_gone(alive: PathBuf, channel: &Channel) -> io::Result<Woken> {
-    wait_on(channel, move || {
-        // Granted once the holder's process has ended; let go at once, so a run of
-        // that container starting again finds it free.
-        File::open(&alive)?.lock_shared()
-    })
+    wait_on(
+        channel,
+        Box::new(move || {
+            // Granted once the holder's process has ended; let go at once, so a run
+            // of that container starting again finds it free.
+            File::open(&alive)?.lock_shared()
+        }),
+    )
 }
 
 /// The directory watched for `.alive` files being created.
@@ -49,11 +53,13 @@ impl Arrivals {
         }
         // SAFETY: fd is a new descriptor that nothing else owns.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        let path = CString::new(dir.as_os_str().as_bytes())
-            .map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))?;
+        // A path from the environment holds no NUL; the one pushed here ends it.
+        let mut path = dir.as_os_str().as_bytes().to_vec();
+        path.push(0);
         let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ONLYDIR;
-        // SAFETY: the descriptor is open and path a valid C string.
-        let added = unsafe { libc::inotify_add_watch(owned.as_raw_fd(), path.as_ptr(), mask) };
+        let path = path.as_ptr().cast();
+        // SAFETY: the descriptor is open and path a NUL-terminated byte string.
+        let added = unsafe { libc::inotify_add_watch(owned.as_raw_fd(), path, mask) };
         if added < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -66,19 +72,22 @@ impl Arrivals {
     /// which may hide one).
     pub(super) fn next(&self, channel: &Channel) -> io::Result<Woken> {
         let inotify = Arc::clone(&self.inotify);
-        wait_on(channel, move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                let n = match (&*inotify).read(&mut buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                if names_an_arrival(&buf[..n]) {
-                    return Ok(());
+        wait_on(
+            channel,
+            Box::new(move || {
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = match (&*inotify).read(&mut buf) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    };
+                    if names_an_arrival(&buf[..n]) {
+                        return Ok(());
+                    }
                 }
-            }
-        })
+            }),
+        )
     }
 }
 
@@ -105,33 +114,30 @@ fn names_an_arrival(mut events: &[u8]) -> bool {
     false
 }
 
+/// What a waiting thread runs: returns once what it waits for has happened.
+type Block = Box<dyn FnOnce() -> io::Result<()> + Send>;
+
 /// Runs `block` on a thread of its own and waits for it, or for a terminating
 /// signal (the relay sends every signal to the main thread once the app is gone).
-fn wait_on(
-    channel: &Channel,
-    block: impl FnOnce() -> io::Result<()> + Send + 'static,
-) -> io::Result<Woken> {
-    let (result_tx, result) = mpsc::channel();
+fn wait_on(channel: &Channel, block: Block) -> io::Result<Woken> {
     let wake = channel.sender.clone();
     thread::Builder::new()
         .name("siblings".into())
         .stack_size(64 * 1024)
         .spawn(move || {
-            let _ = result_tx.send(block());
-            let _ = wake.send(Event::Sibling);
+            let waited = block()
+                .map_err(|e| log::error!("cannot wait for the other job containers: {e}"))
+                .is_ok();
+            let _ = wake.send(Event::Sibling(waited));
         })?;
     loop {
         match channel.events.recv() {
-            // The thread sent its result before waking this one.
-            Ok(Event::Sibling) => {
-                return result.try_recv().unwrap_or(Ok(())).map(|()| Woken::Changed);
-            }
+            Ok(Event::Sibling(true)) => return Ok(Woken::Changed),
+            Ok(Event::Sibling(false)) => return Ok(Woken::Failed),
             Ok(Event::Signal(sig)) if TERMINATING.contains(&sig) => return Ok(Woken::Signal(sig)),
-            Ok(event) => {
-                log::debug!("ignoring {event:?} while waiting for the other job containers")
-            }
+            Ok(_) => {}
             // The main thread holds a sender: this cannot happen.
-            Err(e) => return Err(io::Error::other(e)),
+            Err(_) => return Ok(Woken::Failed),
         }
     }
 }
