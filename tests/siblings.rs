@@ -74,8 +74,22 @@ impl Pod {
         }
     }
 
+    /// Job containers `a` and `b` of the list `a,b`, each with `env`, both started.
+    fn pair(&self, a: &str, b: &str, env: &[(&str, &str)]) -> (Job, Job) {
+        let all = format!("{a},{b}");
+        let (a, b) = (self.job(a, &all, 0, env), self.job(b, &all, 0, env));
+        wait_started(&[&a, &b]);
+        (a, b)
+    }
+
     fn quits(&self) -> usize {
         self.sidecar.count("POST", QUIT)
+    }
+
+    /// The outputs and the sidecar's requests, for assertion messages.
+    fn dump(&self, outs: &[&Out]) -> String {
+        let outs: String = outs.iter().map(|out| out.dump()).collect();
+        outs + &self.sidecar.dump()
     }
 }
 
@@ -116,6 +130,14 @@ impl Job {
     fn wait(self) -> Out {
         self.tandem.wait(RUN_TIMEOUT)
     }
+
+    /// SIGKILLs this tandem (as an OOM kill of the container would), lets its
+    /// orphaned app end, and reaps the tandem.
+    fn kill_outright(self) {
+        kill(self.tandem.pid(), SIGKILL);
+        self.release();
+        drop(self);
+    }
 }
 
 fn wait_started(jobs: &[&Job]) {
@@ -126,11 +148,7 @@ fn wait_started(jobs: &[&Job]) {
 #[test]
 fn the_mesh_outlives_the_first_to_finish_and_stops_after_the_last() {
     let pod = Pod::new("two");
-    let migrate = pod.job("migrate", "migrate,report", 0, &[]);
-    let report = pod.job("report", "migrate,report", 0, &[]);
-    wait_started(&[&migrate, &report]);
-
-    let mut migrate = migrate;
+    let (mut migrate, report) = pod.pair("migrate", "report", &[]);
     migrate.release();
     migrate.wait_for_line(
         "leaving the sidecars to the last job container to finish; still running: report",
@@ -143,7 +161,7 @@ fn the_mesh_outlives_the_first_to_finish_and_stops_after_the_last() {
 
     report.release();
     let (report, migrate) = (report.wait(), migrate.wait());
-    let dump = format!("{}{}{}", migrate.dump(), report.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&migrate, &report]);
     assert_eq!((migrate.code, report.code), (Some(0), Some(0)), "{dump}");
     assert_eq!(pod.quits(), 1, "{dump}");
     assert!(
@@ -193,56 +211,39 @@ fn of_twenty_finishing_at_once_exactly_one_sends_the_quits() {
 
 #[test]
 fn a_sibling_killed_while_running_counts_as_finished_and_failed() {
-    let pod = Pod::new("killed-first");
-    let keep = [("NEVER_KILL_ISTIO_ON_FAILURE", "true")];
-    let main = pod.job("main", "main,upload", 0, &[]);
-    let upload = pod.job("upload", "main,upload", 0, &[]);
-    wait_started(&[&main, &upload]);
-    kill(upload.tandem.pid(), SIGKILL);
-    upload.release();
-    drop(upload);
-
-    main.release();
-    let out = main.wait();
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert!(
-        out.stderr
-            .contains("upload ended without recording that it finished"),
-        "{dump}"
-    );
-    assert_eq!(pod.quits(), 1, "the last one left sends them\n{dump}");
-
-    // It counts as failed: with NEVER_KILL_ISTIO_ON_FAILURE nothing is stopped.
-    let pod = Pod::new("killed-kept");
-    let main = pod.job("main", "main,upload", 0, &keep);
-    let upload = pod.job("upload", "main,upload", 0, &keep);
-    wait_started(&[&main, &upload]);
-    kill(upload.tandem.pid(), SIGKILL);
-    upload.release();
-    drop(upload);
-    main.release();
-    let out = main.wait();
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
-    assert!(out.stderr.contains("NEVER_KILL_ISTIO_ON_FAILURE"), "{dump}");
-    assert_eq!(pod.quits(), 0, "{dump}");
+    // Failed: with NEVER_KILL_ISTIO_ON_FAILURE nothing is stopped, else the last
+    // one left sends the quits.
+    for (env, quits) in [
+        (&[][..], 1),
+        (&[("NEVER_KILL_ISTIO_ON_FAILURE", "true")][..], 0),
+    ] {
+        let pod = Pod::new("killed-first");
+        let (main, upload) = pod.pair("main", "upload", env);
+        upload.kill_outright();
+        main.release();
+        let out = main.wait();
+        let dump = pod.dump(&[&out]);
+        assert_eq!(out.code, Some(0), "{dump}");
+        assert!(
+            out.stderr
+                .contains("upload ended without recording that it finished"),
+            "{dump}"
+        );
+        assert_eq!(pod.quits(), quits, "{env:?}\n{dump}");
+    }
 }
 
 #[test]
 fn a_sibling_killed_after_this_one_finished_still_gets_the_quits_sent() {
     let pod = Pod::new("killed-later");
-    let main = pod.job("main", "main,upload", 0, &[]);
-    let upload = pod.job("upload", "main,upload", 0, &[]);
-    wait_started(&[&main, &upload]);
+    let (main, upload) = pod.pair("main", "upload", &[]);
     main.release();
     main.wait_for_line("still running: upload");
     assert_eq!(pod.quits(), 0);
 
-    kill(upload.tandem.pid(), SIGKILL);
-    upload.release();
-    drop(upload);
+    upload.kill_outright();
     let out = main.wait();
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&out]);
     assert_eq!(out.code, Some(0), "{dump}");
     assert!(
         out.stderr
@@ -268,7 +269,7 @@ fn a_sibling_not_started_yet_is_waited_for() {
     assert_eq!(pod.quits(), 0, "report runs now");
     report.release();
     let (report, main) = (report.wait(), main.wait());
-    let dump = format!("{}{}{}", main.dump(), report.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&main, &report]);
     assert_eq!((main.code, report.code), (Some(3), Some(0)), "{dump}");
     assert_eq!(pod.quits(), 1, "{dump}");
 }
@@ -284,7 +285,7 @@ fn a_terminating_signal_ends_the_wait_and_leaves_the_quits_to_the_others() {
     let mut main = main;
     main.tandem.signal(SIGTERM);
     let out = main.wait();
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&out]);
     assert_eq!(out.code, Some(4), "the app's own status\n{dump}");
     assert!(
         out.stderr
@@ -312,7 +313,7 @@ fn a_container_run_again_after_a_kept_failure_sends_the_quits_when_it_succeeds()
     steady.wait_for_line("still running: flaky");
     flaky.release();
     let (first, steady) = (flaky.wait(), steady.wait());
-    let dump = format!("{}{}{}", first.dump(), steady.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&first, &steady]);
     assert_eq!((first.code, steady.code), (Some(1), Some(0)), "{dump}");
     assert_eq!(
         pod.quits(),
@@ -325,7 +326,7 @@ fn a_container_run_again_after_a_kept_failure_sends_the_quits_when_it_succeeds()
     wait_started(&[&again]);
     again.release();
     let out = again.wait();
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&out]);
     assert_eq!(out.code, Some(0), "{dump}");
     assert_eq!(pod.quits(), 1, "the retry succeeded and is last\n{dump}");
 }
@@ -344,7 +345,7 @@ fn quit_only_takes_part_as_a_container_that_succeeded() {
     assert_eq!(pod.quits(), 0);
     main.release();
     let (main, script) = (main.wait(), script.wait(RUN_TIMEOUT));
-    let dump = format!("{}{}{}", main.dump(), script.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&main, &script]);
     assert_eq!((main.code, script.code), (Some(0), Some(0)), "{dump}");
     assert_eq!(pod.quits(), 1, "{dump}");
 }
@@ -360,7 +361,7 @@ fn refused(pod: &Pod, cmd: &mut Command) -> String {
     let marker = pod.gates.join("app-ran");
     app_touching(cmd, &marker);
     let out = run(cmd, RUN_TIMEOUT);
-    let dump = format!("{}{}", out.dump(), pod.sidecar.dump());
+    let dump = pod.dump(&[&out]);
     assert_eq!(out.code, Some(64), "{dump}");
     assert!(!marker.exists(), "the app started\n{dump}");
     assert!(

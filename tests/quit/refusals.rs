@@ -23,64 +23,58 @@ fn run_telling(cmd: &mut Command, name: &str) -> (Out, String) {
     (out, told)
 }
 
+/// Checks that the quit of `url` answered `status` was a failed quit of `who`:
+/// the app's status kept, the error line, the termination message naming it.
+fn assert_refused(out: &Out, told: &str, url: &str, status: u16, who: &str, dump: &str) {
+    assert_eq!(out.code, Some(0), "the app's status stays\n{dump}");
+    let line = format!("error: quit POST {url}: {status} (not 2xx: {who} did not agree to stop");
+    assert!(out.stderr.contains(&line), "expected {line:?}\n{dump}");
+    assert!(
+        told.contains(&format!("{url}: {status}")),
+        "the termination message says which quit failed: {told:?}\n{dump}"
+    );
+}
+
+/// A tandem quitting Istio through a pilot-agent that answers its quit with
+/// `status`; returns the output, the termination message, the quit URL and a dump.
+fn quit_refused_by_pilot_agent(status: u16) -> (Out, String, String, String) {
+    let envoy = start(Script::envoy());
+    let pilot = start(Script::pilot_agent().status_override("/quitquitquit", status));
+    let (out, told) = run_telling(
+        tandem_at(&envoy).env("ISTIO_QUIT_API", pilot.url()),
+        "pilot-refused",
+    );
+    let dump = out.dump_with(&[&envoy, &pilot]);
+    assert_eq!(posts(&pilot, "/quitquitquit"), 1, "{dump}");
+    (out, told, format!("{}/quitquitquit", pilot.url()), dump)
+}
+
 #[test]
 fn pilot_agent_answering_500_or_503_is_a_failed_quit() {
     for status in [500, 503] {
-        let envoy = start(Script::envoy());
-        let pilot = start(Script::pilot_agent().status_override("/quitquitquit", status));
-        let (out, told) = run_telling(
-            tandem_at(&envoy).env("ISTIO_QUIT_API", pilot.url()),
-            "pilot-500",
-        );
-        let dump = out.dump_with(&[&envoy, &pilot]);
-        assert_eq!(out.code, Some(0), "the app's status stays\n{dump}");
-        assert_eq!(posts(&pilot, "/quitquitquit"), 1, "{dump}");
-        let line = format!(
-            "error: quit POST {}/quitquitquit: {status} (not 2xx: pilot-agent did not agree to stop)",
-            pilot.url()
-        );
-        assert!(out.stderr.contains(&line), "expected {line:?}\n{dump}");
-        assert!(
-            told.contains(&format!("{}/quitquitquit: {status}", pilot.url())),
-            "the termination message says which quit failed: {told:?}\n{dump}"
-        );
+        let (out, told, url, dump) = quit_refused_by_pilot_agent(status);
+        assert_refused(&out, &told, &url, status, "pilot-agent", &dump);
     }
 }
 
 #[test]
 fn pilot_agent_404_names_the_port_to_check() {
-    let envoy = start(Script::envoy());
-    let pilot = start(Script::pilot_agent().status_override("/quitquitquit", 404));
-    let out = run(
-        tandem_at(&envoy)
-            .env("ISTIO_QUIT_API", pilot.url())
-            .arg("true"),
-        RUN_TIMEOUT,
-    );
-    let dump = out.dump_with(&[&envoy, &pilot]);
-    assert!(
-        out.stderr
-            .contains("404 (not 2xx: pilot-agent did not agree to stop; is ISTIO_QUIT_API pilot-agent's status port (15020)"),
-        "{dump}"
-    );
+    let (out, _, _, dump) = quit_refused_by_pilot_agent(404);
+    let hint = "did not agree to stop; is ISTIO_QUIT_API pilot-agent's status port (15020)";
+    assert!(out.stderr.contains(hint), "{dump}");
 }
 
 #[test]
 fn envoy_kill_api_answering_503_is_a_failed_quit() {
     let envoy = start(Script::envoy());
     let kill = start(Script::generic().status_override("/kill", 503));
+    let url = format!("{}/kill", kill.url());
     let (out, told) = run_telling(
-        tandem_at(&envoy).env("ENVOY_KILL_API", format!("{}/kill", kill.url())),
+        tandem_at(&envoy).env("ENVOY_KILL_API", &url),
         "envoy-kill-503",
     );
     let dump = out.dump_with(&[&envoy, &kill]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    let line = format!(
-        "error: quit POST {}/kill: 503 (not 2xx: Envoy did not agree to stop)",
-        kill.url()
-    );
-    assert!(out.stderr.contains(&line), "expected {line:?}\n{dump}");
-    assert!(told.contains("/kill: 503"), "{told:?}\n{dump}");
+    assert_refused(&out, &told, &url, 503, "Envoy", &dump);
 }
 
 #[test]
@@ -91,13 +85,8 @@ fn envoy_admin_answering_500_is_a_failed_quit() {
     let envoy = start(Script::envoy().status_override("/quitquitquit", 500));
     let (out, told) = run_telling(&mut tandem_at(&envoy), "envoy-admin-500");
     let dump = out.dump_with(&[&envoy]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    let line = format!(
-        "error: quit POST {}/quitquitquit: 500 (not 2xx: Envoy did not agree to stop)",
-        envoy.url()
-    );
-    assert!(out.stderr.contains(&line), "expected {line:?}\n{dump}");
-    assert!(told.contains("/quitquitquit: 500"), "{told:?}\n{dump}");
+    let url = format!("{}/quitquitquit", envoy.url());
+    assert_refused(&out, &told, &url, 500, "Envoy", &dump);
 }
 
 #[test]
