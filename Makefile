@@ -39,8 +39,11 @@ DOCKERFILES = Dockerfile.distroless
 # Size of the stripped static binary: `make size` fails above the limit, which sits
 # a little above today's x86_64 binary, so a dependency or feature of any weight
 # shows up (BENCHMARKS.md says where the bytes go). Issue 14's goal of tini-static's
-# size is retired (issue 22): std and ureq alone take most of it.
-SIZE_LIMIT_KIB = 750
+# size is retired (issue 22): std and ureq alone take most of it. 770 since
+# issue 23: several job containers (SPEC §9: the shared directory, its locks and
+# inotify, ~11 KB) and the unknown-variable warning (~3 KB) took the binary from
+# 762,968 bytes (745 KiB, with signal-hook) to 782,872 (764.5 KiB).
+SIZE_LIMIT_KIB = 770
 # Crates in `cargo tree -e normal` of the default build, tandem itself (the package
 # tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
 DEPS_MAX = 15

@@ -1,13 +1,14 @@
 """Checks for the Kubernetes examples and the README (run by .ci/manifests.sh).
 
-  manifests.py extract MARKDOWN OUT_DIR
-      Writes every ```yaml block of MARKDOWN (README.md, docs/*.md) to
-      OUT_DIR/<its name>-L<line>.yaml, so yamllint and kubernetes-validate report
-      the file and line.
+  manifests.py extract DOC OUT_DIR
+      Writes every ```yaml block of DOC (README.md, docs/*.md) to
+      OUT_DIR/<name>-L<line>.yaml, so yamllint and kubernetes-validate report
+      the document's line number.
   manifests.py check TANDEM README FILE...
       Every tandem option and tandem/scuttle/envoy-preflight variable named in
-      FILE... (manifests) and in README (code blocks, the configuration table and
-      the "tandem" column of the migration tables, rows that say "planned" left
+      FILE... (manifests, and Markdown documents: a FILE ending in .md is read
+      like README) and in README (code blocks, the configuration table and the
+      "tandem" column of the migration tables, rows that say "planned" left
       out) must be one the binary names in its
       --help, and every value they give must be accepted: the binary is run with
       them and --no-wait --wait-only, which checks the whole configuration (exit 64
@@ -297,7 +298,10 @@ def main(argv):
         report = Report()
         check_readme(binary, argv[2], report)
         for path in argv[3:]:
-            check_manifest(binary, path, report)
+            if path.endswith(".md"):
+                check_readme(binary, path, report)
+            else:
+                check_manifest(binary, path, report)
         for failure in report.failures:
             print(f"manifests: FAILED: {failure}", file=sys.stderr)
         if report.failures:

@@ -5,7 +5,7 @@
 #   - validates strictly (unknown fields are errors) against the Kubernetes 1.29,
 #     1.33 and 1.36 schemas with kubernetes-validate, offline (the schemas ship in it),
 #   - uses only tandem options and variables, with values, that the binary accepts
-#     (.ci/manifests.py, which also checks the README's other code blocks and tables).
+#     (.ci/manifests.py, which also checks the documents' other code blocks and tables).
 # yamllint and kubernetes-validate come from the linters' venv, which `make
 # lint-tools` installs from the hash-locked .ci/lint/requirements.txt.
 #
@@ -82,10 +82,14 @@ for expected in "option --mesh-typo" "variable TANDEM_MESHH" '--fail-timeout "30
     *) fail "self-test: the tandem check missed $expected: $found" ;;
   esac
 done
+docs=(README.md)
+for doc in docs/*.md; do
+  [ -e "$doc" ] && docs+=("$doc")
+done
 blocks=()
-for doc in README.md docs/*.md; do
-  [ -e "$doc" ] || continue
-  mapfile -t -O "${#blocks[@]}" blocks < <("$bin/python" .ci/manifests.py extract "$doc" "$out")
+for doc in "${docs[@]}"; do
+  mapfile -t found < <("$bin/python" .ci/manifests.py extract "$doc" "$out")
+  blocks+=("${found[@]}")
 done
 files=(examples/k8s/*.yaml "${blocks[@]}")
 [ -e "${files[0]}" ] || fail "no manifests in examples/k8s/"
@@ -100,6 +104,6 @@ for version in "${versions[@]}"; do
   grep -v '^INFO ' "$out/validate.log" >&2 || true
   [ "$code" -eq 0 ] || fail "not valid for Kubernetes $version (above)"
 done
-echo "manifests: ${#files[@]} manifests (${#blocks[@]} from README.md and docs/) pass yamllint and validate strictly for Kubernetes ${versions[*]}"
+echo "manifests: ${#files[@]} manifests (${#blocks[@]} from ${docs[*]}) pass yamllint and validate strictly for Kubernetes ${versions[*]}"
 
-"$bin/python" .ci/manifests.py check "$tandem" README.md "${files[@]}"
+"$bin/python" .ci/manifests.py check "$tandem" "${docs[@]}" "${files[@]}"

@@ -15,6 +15,9 @@ A control Pod runs the same Istio Job without tandem: its sidecar must still be
 running when the others are done, so this test can fail. A signal case stops the
 job container while the app runs: the app must see SIGTERM through tandem, and the
 sidecars must quit.
+A Pod with two job containers of different lengths around the real Envoy
+(SPEC §9) shows the mesh outliving the first and stopping after the second, quit
+once.
 
 Usage: pods.py [--demo] TANDEM FAKE_SIDECAR ENVOY
   TANDEM and FAKE_SIDECAR: static musl builds; ENVOY: the pinned Envoy (glibc,
@@ -54,6 +57,8 @@ APP_STARTS_WITHIN = 60.0
 CONTROL_STUCK_FOR = 10.0
 # podman stop's grace before SIGKILL: the signal case fails if it is reached.
 STOP_GRACE = 30
+# How much longer than migrate's (1s) report's app runs in the two-jobs Pod.
+TWO_JOBS_LONGER = 8
 
 # The manifests' images and what runs in their place (keys of the local images).
 IMAGES = {
@@ -323,15 +328,25 @@ def injected(meta, image):
     return sidecars
 
 
-def make_pod(podman, name, manifest, images=None, without_tandem=False):
+def runs_tandem(container):
+    """Whether a manifest's container runs tandem (a job container)."""
+    command = container.get("command") or []
+    return bool(command) and os.path.basename(command[0]) == "tandem"
+
+
+def make_pod(podman, name, manifest, images=None, without_tandem=False, app_env=None):
     """The Pod for MANIFEST's template: local images, the injected sidecars,
     `imagePullPolicy: Never` (nothing is pulled). IMAGES overrides the mapping;
-    WITHOUT_TANDEM runs the job container's command after `--` directly."""
+    WITHOUT_TANDEM runs the job container's command after `--` directly;
+    APP_ENV adds variables to the app of each job container named in it."""
     template = copy.deepcopy(pod_template(manifest))
     meta = template.get("metadata") or {}
     spec = template["spec"]
     mapping = dict(IMAGES, **(images or {}))
-    jobs = [c["name"] for c in spec["containers"]]
+    jobs = [c["name"] for c in spec["containers"] if runs_tandem(c)]
+    for c in spec["containers"]:
+        extra = (app_env or {}).get(c["name"], {})
+        c.setdefault("env", []).extend({"name": k, "value": v} for k, v in extra.items())
     for c in spec.get("initContainers", []) + spec["containers"]:
         if c["image"] not in mapping:
             raise Failed(f"{manifest}: no local image for {c['image']} (pods.py IMAGES)")
@@ -351,9 +366,9 @@ def make_pod(podman, name, manifest, images=None, without_tandem=False):
         },
         "spec": spec,
     }
-    # The first container is the job, as in every manifest; the rest are sidecars
-    # (the Cloud SQL proxy is one, though written in the manifest).
-    return pod, jobs[0]
+    # The containers that run tandem are the jobs; the rest are sidecars (the Cloud
+    # SQL proxy is one, though written in the manifest).
+    return pod, jobs
 
 
 def mount_termination_logs(spec, directory):
@@ -424,7 +439,9 @@ class Case:
         self.manifest = manifest
         self.what = what
         self.name = f"tandem-{key}-{podman.run_id}"
-        self.pod, self.job = make_pod(podman, self.name, manifest, **pod_args)
+        self.pod, self.jobs = make_pod(podman, self.name, manifest, **pod_args)
+        # The first job container, the only one but in the several-jobs case.
+        self.job = self.jobs[0]
         # How the job container must end: its status and, when tandem ended the
         # run itself (the app never ran), what its termination message says.
         self.code, self.message = code, message
@@ -432,7 +449,7 @@ class Case:
             self.pod["spec"]["shareProcessNamespace"] = True
         self.termination_logs = mount_termination_logs(self.pod["spec"], work / "logs" / key)
         self.sidecars = [
-            c["name"] for c in self.pod["spec"]["containers"] if c["name"] != self.job
+            c["name"] for c in self.pod["spec"]["containers"] if c["name"] not in self.jobs
         ]
         self.file = work / f"{key}.yaml"
         self.file.write_text(yaml.safe_dump(self.pod, sort_keys=False))
@@ -537,7 +554,13 @@ def cases(podman, work):
     term = Case(podman, work, "signal", "istio-job.yaml",
                 "podman stop on the job container while the app runs",
                 images={"registry.example.com/myjob:1.0": "job-term"})
-    return done, control, term
+    two = Case(podman, work, "two-jobs", "istio-two-job-containers.yaml",
+               "two job containers: migrate (1s, exits 0) and report (8s, exits 3)",
+               app_env={
+                   "migrate": {"APP_SECONDS": "1", "APP_CODE": "0"},
+                   "report": {"APP_SECONDS": str(TWO_JOBS_LONGER), "APP_CODE": "3"},
+               })
+    return done, control, term, two
 
 
 def show_ps(podman, case):
@@ -555,21 +578,60 @@ def show_ps(podman, case):
             print(f"  {line}", file=sys.stderr)
 
 
+def check_two_jobs_running(case):
+    """While report runs: migrate's app is done, and tandem left the sidecar to
+    report (it waits), with istio-proxy and report still running."""
+    wait_for(lambda: "app: done, exiting 0" in case.log("migrate"), COMPLETE_WITHIN,
+             "two-jobs: migrate's app finished")
+    wait_for(lambda: "still running: report" in case.log("migrate"), APP_STARTS_WITHIN,
+             "two-jobs: migrate's tandem left the sidecars to report")
+    states = case.state()
+    for container in ("istio-proxy", "report"):
+        if states.get(container, ("missing",))[0] != "running":
+            raise Failed(f"two-jobs: {container} is {states.get(container)} after migrate "
+                         "finished: the first to finish stopped the mesh")
+    say("ok: two-jobs: migrate's app finished, istio-proxy and report still running")
+
+
+def check_two_jobs_completed(case):
+    """Each job container exited with its app's status, the sidecar exited 0
+    after report finished, report still saw the mesh at its end, and only
+    report's tandem sent the quit, once."""
+    states = case.state()
+    codes = {c: states.get(c, ("missing", None))[1] for c in case.jobs + case.sidecars}
+    if codes != {"migrate": 0, "report": 3, "istio-proxy": 0}:
+        raise Failed(f"two-jobs: exit codes {codes}, not migrate 0, report 3, istio-proxy 0")
+    migrate, report = case.log("migrate"), case.log("report")
+    # Envoy's admin (15000) still listened when report's app ended, seconds after
+    # migrate's: the mesh outlived the first job container.
+    end = [line for line in report.splitlines() if "listening in the Pod now:" in line]
+    if not end or "15000" not in end[0].split():
+        raise Failed(f"two-jobs: report's app did not see the mesh at its end: {end}")
+    quits = [line for line in (migrate + report).splitlines() if "quit POST" in line]
+    if len(quits) != 1 or quits[0] not in report or ": 200" not in quits[0]:
+        raise Failed(f"two-jobs: expected one quit, from report, answered 200: {quits}")
+    say(f"ok: two-jobs ({case.what}): migrate exited 0 and waited, report exited 3 after "
+        f"{end[0].split('ran ')[1].split(';')[0]} with Envoy still up and sent the one quit; "
+        "istio-proxy exited 0")
+
+
 def test(podman, work):
     """The test: every case, the control and the signal case, all Pods at once."""
-    done, control, term = cases(podman, work)
+    done, control, term, two = cases(podman, work)
     started = time.monotonic()
-    for case in done + [control, term]:
+    for case in done + [control, term, two]:
         case.play()
-    say(f"{len(done) + 2} Pods playing; each must complete within {COMPLETE_WITHIN:.0f}s")
+    say(f"{len(done) + 3} Pods playing; each must complete within {COMPLETE_WITHIN:.0f}s")
     try:
+        check_two_jobs_running(two)
         wait_for(lambda: "running until SIGTERM" in term.log(), APP_STARTS_WITHIN,
                  "the signal case's app started")
         say(f"signal: podman stop {term.name}-{term.job} (SIGTERM, SIGKILL after {STOP_GRACE}s)")
         podman("stop", "-t", str(STOP_GRACE), f"{term.name}-{term.job}")
-        for case in done + [term]:
+        for case in done + [term, two]:
             wait_for(case.done, COMPLETE_WITHIN - (time.monotonic() - started),
                      f"{case.key}: every container of the Pod exited")
+        check_two_jobs_completed(two)
         check_completed(term, 42, ["app: got SIGTERM"])
         for case in done:
             check_completed(case, case.code)
@@ -585,16 +647,16 @@ def test(podman, work):
         say(f"ok: control (the Istio Job without tandem): job exited {code}, istio-proxy "
             f"still running {time.monotonic() - stuck_from:.0f}s later: the Pod never completes")
     except Failed:
-        for case in done + [control, term]:
+        for case in done + [control, term, two]:
             say(f"{case.key}:")
             case.dump()
         raise
-    say(f"all {len(done) + 2} Pods as expected in {time.monotonic() - started:.1f}s")
+    say(f"all {len(done) + 3} Pods as expected in {time.monotonic() - started:.1f}s")
 
 
 def demo(podman, work):
     """The story for a person: the Pod stuck without tandem, then completing with it."""
-    _, control, _ = cases(podman, work)
+    _, control, _, _ = cases(podman, work)
     with_tandem = Case(podman, work, "with-tandem", "istio-job.yaml", "the Istio Job")
     job = control.pod["spec"]["containers"][0]
     print("\n1. examples/k8s/istio-job.yaml WITHOUT tandem: the job container runs\n"
