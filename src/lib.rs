@@ -25,4 +25,3 @@ pub mod resolve;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;
-pub mod plain_checks;
