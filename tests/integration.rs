@@ -15,6 +15,8 @@ mod hostile;
 mod idle;
 /// Init-grade: the app's mask, SIGTTIN/SIGTTOU, faults sent with kill, real faults (SPEC §4).
 mod init;
+/// The readiness kinds beside HTTP: tcp://, unix://, file:// against real ones (SPEC §3).
+mod kinds;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
