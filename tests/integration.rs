@@ -5,6 +5,8 @@
 mod cli;
 /// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
 mod compat;
+/// tandem invoked as `wait`: docker-compose-wait's variables and usage (SPEC §2).
+mod compose_wait;
 /// `--help` and the README against the option table.
 mod docs;
 /// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
