@@ -33,6 +33,10 @@ pub(super) fn tcp(host: &str, port: u16, timeout: Duration) -> Result<&'static s
             return Err(short(&io::Error::from(ErrorKind::TimedOut)));
         }
         match TcpStream::connect_timeout(&addr, left) {
+            // A connect to a free local port of the ephemeral range can pick that
+            // very port as its source and connect to itself (TCP simultaneous
+            // open): nothing listens there, so it is not ready.
+            Ok(stream) if stream.local_addr().ok() == Some(addr) => last = "refused".into(),
             Ok(_connected) => return Ok(ACCEPTED),
             Err(e) => last = short(&e),
         }
