@@ -5,7 +5,7 @@
 //! their meaning and `WAIT_COMMAND` gets a warning.
 
 use crate::support::{
-    LatePort, RUN_TIMEOUT, default_signals, run, spawn, tandem, temp_dir, wait_until,
+    LatePort, RUN_TIMEOUT, run, spawn, tandem, tandem_named, temp_dir, wait_until,
 };
 use std::process::Command;
 use std::thread;
@@ -13,14 +13,7 @@ use std::time::{Duration, Instant};
 
 /// A `wait` that is this build's tandem, with a clean environment.
 fn wait() -> Command {
-    let link = temp_dir("compose-wait").join("wait");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tandem"), &link)
-        .unwrap_or_else(|e| panic!("symlink {}: {e}", link.display()));
-    let mut cmd = Command::new(link);
-    cmd.env_clear();
-    cmd.envs(std::env::var_os("PATH").map(|p| ("PATH", p)));
-    default_signals(&mut cmd);
-    cmd
+    tandem_named("wait")
 }
 
 #[test]

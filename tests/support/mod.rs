@@ -1,30 +1,31 @@
 //! The one shared layer of the integration tests (no test module imports from
 //! another): the fake sidecar (the `tests/fake-sidecar` dev crate, with its
-//! `wait_until` and `read_retrying`), helpers that run the real `tandem` binary with
+//! `wait_until` and `read_retrying`, and its late TCP port and unix socket for the
+//! readiness kinds), helpers that run the real `tandem` binary with
 //! a clean environment under a kill timeout, capture its output, signal it, and dump
 //! everything when a test fails (STYLE §7.3); the `/proc` reader, the recorder app,
-//! real ports and unix sockets for the readiness kinds (`listeners`), the
-//! prerequisites with their one `skip`, and the harness's tests of itself.
+//! the prerequisites with their one `skip`, and the harness's tests of itself.
 
 pub use fake_sidecar::envoy;
-pub mod listeners;
 pub mod prereq;
 pub mod procfs;
 mod recorder;
 mod selftest;
 mod setup;
 
+pub use fake_sidecar::listeners::{Accepted, HELD_OPEN, LatePort, accepted, unix_listener};
 pub use fake_sidecar::{
     FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift, read_retrying, wait_until,
 };
-pub use listeners::{Accepted, HELD_OPEN, LatePort, accepted, unix_listener};
 pub use prereq::{no_real_pilot_agent, on_fixed_ports, pid_namespace_available, python};
 pub use procfs::{
     children_of, fd_count, stat_after_comm, state, status_field, status_number, status_text_field,
     task_status_number,
 };
 pub use recorder::Recorder;
-pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
+pub use setup::{
+    app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url, tandem_named,
+};
 
 use std::ffi::OsString;
 use std::fs;

@@ -1,6 +1,8 @@
-//! Real TCP ports and unix sockets for the readiness kinds (SPEC §3): a port that
-//! is bound from the start but accepts only once the test says so (so its number
-//! is never raced for), a unix socket listener, and what each connection carried.
+//! Sidecars that are only a port or a socket, for tandem's `tcp://` and `unix://`
+//! readiness checks (SPEC §3) in the tests and the bench: a TCP port bound from
+//! the start that accepts only once told to (so its number is never raced for,
+//! and no connection to it can be a self-connect), a unix socket listener, and
+//! what each connection to them carried.
 
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream};
@@ -118,13 +120,24 @@ impl LatePort {
 
     /// Starts accepting now, recording each connection in [`LatePort::log`].
     pub fn listen(&mut self) {
+        let listener = self.start_listening();
+        let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
+        serve(incoming, TcpStream::set_read_timeout, &self.log);
+    }
+
+    /// Starts accepting now and hands the listener over: the kernel completes
+    /// each handshake into its backlog whether or not anyone calls `accept`, and
+    /// dropping it closes the port (the bench, which opens hundreds).
+    pub fn into_listener(mut self) -> TcpListener {
+        self.start_listening()
+    }
+
+    fn start_listening(&mut self) -> TcpListener {
         let socket = self.socket.take().expect("listen once");
         // SAFETY: listen takes the descriptor this OwnedFd holds and a constant.
         let rc = unsafe { libc::listen(socket.as_raw_fd(), 16) };
         assert_eq!(rc, 0, "listen: {}", io::Error::last_os_error());
-        let listener = TcpListener::from(socket);
-        let incoming = std::iter::from_fn(move || Some(listener.accept().map(|(s, _)| s)));
-        serve(incoming, TcpStream::set_read_timeout, &self.log);
+        TcpListener::from(socket)
     }
 }
 
