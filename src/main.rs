@@ -7,7 +7,7 @@ use tandem::cli::{self, Cli, Task, help};
 use tandem::config::{self, Config};
 use tandem::event::{self, Channel};
 use tandem::exit::{self, Outcome};
-use tandem::signals::{self, Relay, Signals};
+use tandem::signals::{self, Relay};
 use tandem::termination_message::Target;
 use tandem::{child, install, logger, quit, ready, reap};
 
@@ -26,9 +26,6 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
     logger::init();
     // Where a failure is told (SPEC §7): the variable's until the options are read.
     let mut told = config::termination_log_hint(None, &config::env);
-    // Handlers first, before any thread or child exists: the mask and dispositions
-    // set there are what every later thread and the app inherit.
-    let signals = signals::register().map_err(|e| exit::fail(&e, &told))?;
     let cli = cli::read(std::env::args_os()).map_err(|e| exit::fail(&e, &told))?;
     told = config::termination_log_hint(Some(&cli), &config::env);
     match &cli.task {
@@ -38,18 +35,18 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
         Task::InstallTo(dir) => Ok(install::install_to(dir, &told)),
         Task::NoCommand => Ok(cli::no_command(&told)),
         Task::WaitOnly => {
-            let Started(cfg, _relay, channel) = start(&cli, signals, &mut told)?;
+            let Started(cfg, _relay, channel) = start(&cli, &mut told)?;
             let end = ready::wait_only(&cfg.ready, &channel);
             Ok(exit::finish(&end, None, &told))
         }
         Task::QuitOnly => {
-            let Started(cfg, _relay, _channel) = start(&cli, signals, &mut told)?;
+            let Started(cfg, _relay, _channel) = start(&cli, &mut told)?;
             let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0));
             Ok(exit::finish(&Outcome::Exited(0), quit_failed, &told))
         }
         // Wait → run → quit → the app's status (SPEC §3–§5).
         Task::Run(cmd, args) => {
-            let Started(cfg, relay, channel) = start(&cli, signals, &mut told)?;
+            let Started(cfg, relay, channel) = start(&cli, &mut told)?;
             reap::become_subreaper();
             let outcome = match ready::wait(&cfg.ready, &channel, true) {
                 Err(end) => end,
@@ -69,7 +66,10 @@ struct Started(Config, Relay, Channel);
 
 /// Reads the configuration (the log set up by it, failures told where it says from
 /// now on) and starts the relay (SPEC §2, §4).
-fn start(cli: &Cli, signals: Signals, told: &mut Target) -> Result<Started, ExitCode> {
+fn start(cli: &Cli, told: &mut Target) -> Result<Started, ExitCode> {
+    // Handlers first, before any thread or child exists: the mask and dispositions
+    // set there are what every later thread and the app inherit.
+    let signals = signals::register().map_err(|e| exit::fail(&e, told))?;
     let cfg = config::read(cli).map_err(|e| exit::fail(&e, told))?;
     *told = cfg.termination_log.clone();
     quit::warn_about_ignored(&cfg.quit);

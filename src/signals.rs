@@ -1,50 +1,48 @@
-//! The signal relay: a handler writes each signal another process sends to a
-//! self-pipe; one relay thread reads it and hands the signal to the waiting phase
-//! before the app exists, relays it to the app while it runs, and drops it once
-//! the app is gone, so a reaped pid is never signalled (SPEC §3, §4).
+//! The signal relay (SPEC §3, §4): signal-hook catches every signal another
+//! process sends; one relay thread hands it to the waiting phase before the app
+//! exists, relays it to the app while it runs, and drops it once the app is gone,
+//! so a reaped pid is never signalled.
 //!
-//! Every relayed signal, standard and real-time, is installed with one plain
-//! `sigaction` of the one handler, and nothing else: no signal-hook-registry. The
-//! registry's only job was chaining to other handlers in the process, and the only
-//! other ones would be std's SIGSEGV/SIGBUS stack-overflow handlers, which tandem
-//! never kept (it reset them before registering, for the same reason): now it takes
-//! both before Rust's runtime starts (`before_runtime`), so the runtime installs
-//! neither them nor their alternate signal stacks. Through the registry, each
-//! registration cost ~6 system calls, ~100 of `tandem true`'s start-up.
+//! signal-hook's part: its registry installs and runs every handler, and its
+//! iterator backend (`SignalDelivery` with the `WithRawSiginfo` exfiltrator)
+//! carries each signal with its `siginfo_t` over a self-pipe to the relay thread
+//! (`relay`), which knows where a signal goes right now.
 //!
-//! The handler (`on_signal`) tells a request from a fault by the sender's `siginfo`:
-//! a signal another process sent (`si_code` ≤ 0: `kill`, `sigqueue`, `tgkill`) is
-//! relayed, even SIGSEGV or SIGABRT; one the kernel raised for a fault inside tandem
-//! (`si_code` > 0), or one tandem raised itself (`abort`), takes its default effect.
-//! signal-hook's iterator cannot carry SIGILL, SIGFPE or SIGSEGV (it refuses them)
-//! and would swallow a real SIGBUS or SIGSYS, so the handler is ours.
-//!
-//! Three parts: `disposition` (what tandem found at start-up and the masks),
-//! `handler` (the self-pipe and the async-signal-safe handler), `relay` (the
-//! thread that reads the pipe and where a signal goes).
+//! tandem's own parts, where signal-hook cannot do the job:
+//! - `fatal`: the action for SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV
+//!   and SIGSYS. Sent with `kill` they are relayed; raised by a real fault inside
+//!   tandem (or by its own abort) they take their default effect.
+//! - `origin`: who raised a signal, from its `siginfo_t`.
+//! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks.
+//! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
+//!   registry would otherwise chain to.
 
 mod disposition;
-mod handler;
+mod fatal;
+mod origin;
 mod relay;
 
-use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+
+use signal_hook::iterator::backend::SignalDelivery;
+use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
 use crate::exit::Error;
-use disposition::{AtStart, at_start, set_default, set_mask_empty};
-use handler::{install, self_pipe};
+use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
 pub use relay::Relay;
 
 /// Signals that end the wait for readiness (SPEC §3).
 pub const TERMINATING: [i32; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
 
-/// Signals the kernel raises for a fault in the running code. Sent with `kill` they
-/// are relayed; raised by a real fault they kill tandem as they would without it.
-const FAULTS: [i32; 6] = [
+/// Signals tandem dies of when it raised them itself: the ones the kernel raises
+/// for a fault in the running code, and SIGABRT. Another process's are relayed.
+const FATAL: [i32; 7] = [
     libc::SIGILL,
     libc::SIGTRAP,
+    libc::SIGABRT,
     libc::SIGBUS,
     libc::SIGFPE,
     libc::SIGSEGV,
@@ -53,9 +51,7 @@ const FAULTS: [i32; 6] = [
 
 /// Every signal tandem relays: all catchable ones except SIGCHLD (it only means
 /// "reap") and SIGTTIN/SIGTTOU (ignored, so tandem never stops).
-pub fn relayed() -> impl Iterator<Item = i32> {
-    // An iterator, not a Vec: with musl, a first allocation of a size can cost an
-    // mmap and its free a munmap.
+pub fn relayed() -> impl Iterator<Item = i32> + Clone {
     STANDARD.into_iter().chain(realtime())
 }
 
@@ -94,141 +90,117 @@ fn realtime() -> std::ops::RangeInclusive<i32> {
     libc::SIGRTMIN()..=libc::SIGRTMAX()
 }
 
-/// The handlers are installed; the relay thread reads what they write.
+/// The handlers are installed; the relay thread reads what they deliver.
 pub struct Signals {
-    /// The self-pipe's read end, for the relay thread.
-    read: File,
+    /// signal-hook's delivery of every relayed signal but the fatal ones.
+    delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
     /// What the app starts with.
     app: AppSignals,
 }
 
 /// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
-/// SIGTTOU, which tandem ignores for itself, get back their inherited disposition;
-/// SIGCHLD and SIGPIPE, which tandem (or Rust's runtime) changed, are ignored again
-/// if the parent ignored them. (The mask is emptied in the app: the main thread
-/// that forks it blocks what the relay takes, see `Relay::start`.)
+/// SIGTTOU, which tandem ignores for itself, and SIGCHLD and SIGPIPE, which
+/// tandem (or std) gives their default, get back their inherited disposition.
+/// (The mask is emptied in the app: the main thread that forks it blocks what
+/// the relay takes, see `Relay::start`.)
 #[derive(Debug, Clone, Copy)]
 pub struct AppSignals {
-    /// SIGTTIN's disposition as tandem found it.
-    ttin: libc::sighandler_t,
-    /// SIGTTOU's disposition as tandem found it.
-    ttou: libc::sighandler_t,
-    /// The parent ignored SIGCHLD; tandem needs it at its default to wait.
-    chld_ignored: bool,
-    /// The parent ignored SIGPIPE; std resets it to its default in every child.
-    pipe_ignored: bool,
+    /// The signals tandem's parent left ignored.
+    ignored: Ignored,
 }
 
 impl AppSignals {
     /// In the app, between fork and exec (after std's own SIGPIPE reset): the
     /// dispositions as tandem's parent left them, and no signal blocked.
-    /// Async-signal-safe.
-    ///
-    /// Only what differs is set (a system call each): the stops, which tandem
-    /// ignores, unless the parent ignored them too; SIGCHLD and SIGPIPE, which are
-    /// at their default here (tandem's, and std's reset), only if the parent
-    /// ignored them. The handlers need nothing: exec gives each its default.
+    /// Async-signal-safe. The handlers need nothing: exec gives each its default.
     pub fn in_child(&self) -> io::Result<()> {
-        let ignored_if = |yes: bool| if yes { libc::SIG_IGN } else { libc::SIG_DFL };
-        // (signal, the disposition the app needs, the one it has here)
-        let dispositions = [
-            (libc::SIGTTIN, self.ttin, libc::SIG_IGN),
-            (libc::SIGTTOU, self.ttou, libc::SIG_IGN),
-            (libc::SIGCHLD, ignored_if(self.chld_ignored), libc::SIG_DFL),
-            (libc::SIGPIPE, ignored_if(self.pipe_ignored), libc::SIG_DFL),
+        // (signal, whether it is ignored here)
+        let here = [
+            (libc::SIGTTIN, true),
+            (libc::SIGTTOU, true),
+            (libc::SIGCHLD, false),
+            (libc::SIGPIPE, false),
         ];
-        for (sig, wanted, _) in dispositions.into_iter().filter(|(_, w, now)| w != now) {
-            // SAFETY: SIG_IGN, SIG_DFL, or a disposition `signal` returned earlier in
-            // this process; no handler of tandem's survives the exec.
-            if unsafe { libc::signal(sig, wanted) } == libc::SIG_ERR {
-                return Err(io::Error::last_os_error());
+        for (sig, ignored_here) in here {
+            let wanted = self.ignored.contains(sig);
+            if wanted != ignored_here {
+                set_ignored(sig, wanted)?;
             }
         }
         set_mask_empty()
     }
 }
 
-/// SIGSEGV and SIGBUS have tandem's handler already (`before_runtime`).
-static FAULTS_TAKEN_EARLY: AtomicBool = AtomicBool::new(false);
-
-/// Records the signal state tandem's parent left and installs the handler for
-/// SIGSEGV and SIGBUS, before Rust's runtime starts: the `.init_array` entry of
+/// Records the signals tandem's parent left ignored and keeps std's SIGSEGV and
+/// SIGBUS handlers out, before Rust's runtime starts: the `.init_array` entry of
 /// tandem's `main` calls it. It allocates nothing and cannot panic.
 ///
 /// Read this early, SIGPIPE is still as the parent left it (Rust's runtime then
-/// ignores it). And the runtime finds both faults taken, so it installs neither
-/// its stack-overflow handlers nor the alternate signal stacks they run on (one for
-/// every thread): tandem would replace those handlers in `register` anyway, and
-/// its own run on the thread's stack, so the stacks were never used; they cost 10
-/// system calls. Until `register` makes the self-pipe, a fault signal sent with `kill` is
-/// dropped, as std's handler dropped it; a real fault kills tandem either way.
-///
-/// `extern "C"` so the binary's `.init_array` entry can name it directly; it lives
-/// in the binary, not here, so tests and examples that link this library keep
-/// std's handlers.
+/// ignores it). `extern "C"` so the binary's `.init_array` entry can name it
+/// directly; it lives in the binary, not here, so tests and examples that link
+/// this library keep std's handlers.
 pub extern "C" fn before_runtime() {
-    let start = at_start();
-    let faults = [libc::SIGSEGV, libc::SIGBUS];
-    if faults.iter().all(|&s| !start.ignored.contains(s))
-        && faults.into_iter().all(|s| install(s).is_ok())
-    {
-        FAULTS_TAKEN_EARLY.store(true, Ordering::Relaxed);
+    keep_std_handlers_out(ignored_at_start());
+}
+
+/// Ignores SIGSEGV and SIGBUS unless tandem's parent did. Before Rust's runtime,
+/// this makes it install neither its stack-overflow handlers nor the alternate
+/// signal stacks they run on, one for every thread; after it, it replaces them.
+/// Either way signal-hook's registry, which calls the handler it replaces before
+/// its own, finds nothing to call: std's would turn a SIGSEGV sent with `kill`
+/// into SIGSEGV's default action for the next one. Until `register`, a fault
+/// signal sent with `kill` is dropped; a real fault still kills tandem (the
+/// kernel gives an ignored fault its default action).
+fn keep_std_handlers_out(ignored: Ignored) {
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        if !ignored.contains(sig) {
+            // Failing, the signal keeps its default: a sent one kills tandem.
+            let _ = set_ignored(sig, true);
+        }
     }
 }
 
-/// Installs the handlers. Call first in `main`, before any thread or child exists,
-/// so no signal finds a default action in between, and after `before_runtime`.
+/// Installs the handlers. Call before any thread or child exists, so no signal
+/// finds a default action once there is something to relay to or to leave
+/// behind, and after `before_runtime`. Until then a signal takes its default
+/// effect: one that kills tandem then kills it before anything was started.
 ///
 /// SIGTTIN and SIGTTOU are ignored from here on: a tandem stopped by them would
 /// relay and reap nothing, and it needs neither (it never reads the terminal, and
-/// hands it to the app from the background). The signal mask is emptied (when it
-/// is not already): a signal tandem's parent blocked would never reach the relay.
-/// A signal the parent ignored stays ignored, so the app inherits it as with tini
-/// (`nohup tandem app` keeps the app immune to SIGHUP); SIGCHLD gets its default
-/// in tandem, which must wait for its children, and is ignored again in the app.
-/// (Without `before_runtime`, SIGPIPE counts as ignored: Rust's runtime did that.)
+/// hands it to the app from the background). The signal mask is emptied: a signal
+/// tandem's parent blocked would never reach the relay. A signal the parent
+/// ignored stays ignored, so the app inherits it as with tini (`nohup tandem app`
+/// keeps the app immune to SIGHUP); SIGCHLD gets its default in tandem, which
+/// must wait for its children, and is ignored again in the app. (Without
+/// `before_runtime`, SIGPIPE counts as ignored: Rust's runtime did that.)
 pub fn register() -> Result<Signals, Error> {
     let failed = |e| Error::Io("installing signal handlers", e);
-    // SAFETY: installing SIG_IGN for a job-control signal has no memory effects.
-    let ttin = unsafe { libc::signal(libc::SIGTTIN, libc::SIG_IGN) };
-    // SAFETY: as above.
-    let ttou = unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
-    if ttin == libc::SIG_ERR || ttou == libc::SIG_ERR {
-        return Err(failed(io::Error::last_os_error()));
+    let ignored = ignored_at_start();
+    for sig in [libc::SIGTTIN, libc::SIGTTOU] {
+        set_ignored(sig, true).map_err(failed)?;
     }
-    let AtStart {
-        ignored,
-        blocks_any,
-    } = at_start();
-    let chld_ignored = ignored.contains(libc::SIGCHLD);
-    if chld_ignored {
+    if ignored.contains(libc::SIGCHLD) {
         // Ignored, it would make the kernel reap the app before tandem reads its status.
-        set_default(libc::SIGCHLD);
+        set_ignored(libc::SIGCHLD, false).map_err(failed)?;
     }
-    let pipe_ignored = ignored.contains(libc::SIGPIPE);
-    if blocks_any != Some(false) {
-        set_mask_empty().map_err(failed)?;
-    }
-    let read = self_pipe().map_err(failed)?;
+    set_mask_empty().map_err(failed)?;
     // Decided from the start-up set before any is installed: an ignored signal is
-    // never caught, not even for a moment. If `before_runtime` did not take
-    // SIGSEGV and SIGBUS, std's handlers are replaced here like any other
-    // disposition (see the module doc).
-    let taken = FAULTS_TAKEN_EARLY.load(Ordering::Relaxed);
-    let wanted = relayed().filter(|&s| match s {
-        libc::SIGSEGV | libc::SIGBUS if taken => false,
-        _ => !ignored.contains(s),
-    });
-    for sig in wanted {
-        install(sig).map_err(failed)?;
+    // never caught, not even for a moment.
+    let wanted = relayed().filter(|&s| !ignored.contains(s));
+    let (read, write) = UnixStream::pair().map_err(failed)?;
+    let wake = write.try_clone().map_err(failed)?;
+    // The pipe's write end is shared: signal-hook sends with MSG_DONTWAIT anyway.
+    wake.set_nonblocking(true).map_err(failed)?;
+    let carried = wanted.clone().filter(|s| !FATAL.contains(s));
+    let delivery =
+        SignalDelivery::with_pipe(read, write, WithRawSiginfo, carried).map_err(failed)?;
+    keep_std_handlers_out(ignored);
+    let wake = Arc::new(wake);
+    for sig in wanted.filter(|s| FATAL.contains(s)) {
+        fatal::register(sig, Arc::clone(&wake)).map_err(failed)?;
     }
     Ok(Signals {
-        read,
-        app: AppSignals {
-            ttin,
-            ttou,
-            chld_ignored,
-            pipe_ignored,
-        },
+        delivery,
+        app: AppSignals { ignored },
     })
 }

@@ -1,13 +1,18 @@
-//! The relay thread: it reads the self-pipe and sends each signal where it goes
-//! right now — to the main thread while it waits, to the app while it runs,
-//! nowhere once the app is reaped (a reaped pid may be reused).
+//! The relay thread: it waits on signal-hook's pipe and sends each signal where
+//! it goes right now — to the main thread while it waits, to the app while it
+//! runs, nowhere once the app is reaped (a reaped pid may be reused).
 
 use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
+use signal_hook::iterator::backend::SignalDelivery;
+use signal_hook::iterator::exfiltrator::WithRawSiginfo;
+
 use super::disposition::block;
-use super::{AppSignals, FAULTS, Signals, relayed};
+use super::origin::Origin;
+use super::{AppSignals, FATAL, Signals, fatal, relayed};
 use crate::event::{Event, Events, Sender};
 use crate::exit::Error;
 use crate::terminal::JobControl;
@@ -39,43 +44,25 @@ pub struct Relay {
 impl Relay {
     /// Starts the relay thread; until `spawn_then_relay`, signals go to `events`.
     ///
-    /// Once it runs, the calling thread blocks every relayed signal but the faults,
+    /// Once it runs, the calling thread blocks every relayed signal but the fatal ones,
     /// and so do the threads it starts later (the poller, quit requests): the kernel
     /// then runs each handler on the relay thread itself, whose `read` the handler's
     /// byte ends at once, instead of on a thread that must wake the relay in turn
     /// (two wake-ups a signal). The app still starts with nothing blocked
-    /// (`AppSignals::in_child`). A fault stays unblocked, so a real one on the main
-    /// thread meets its handler and default as before.
+    /// (`AppSignals::in_child`). A fatal signal stays unblocked, so a real fault on
+    /// the main thread meets its handler, and its default, there.
     pub fn start(signals: Signals, events: Sender) -> Result<Relay, Error> {
         let target = Arc::new(Mutex::new(Target::Waiting));
         let shared = Arc::clone(&target);
-        let Signals { mut read, app } = signals;
+        let Signals { delivery, app } = signals;
         // Detached: it lives as long as the process (see `main`).
         thread::Builder::new()
             .name("signal-relay".into())
             .stack_size(64 * 1024)
-            .spawn(move || {
-                let mut buf = [0u8; 64];
-                loop {
-                    match read.read(&mut buf) {
-                        Ok(n @ 1..) => {
-                            for &sig in &buf[..n] {
-                                relay_one(&lock(&shared), i32::from(sig), &events);
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        // The write end is never closed; a read that fails is a bug
-                        // in the kernel or here, and relaying cannot go on.
-                        end => {
-                            log::error!("the signal relay stopped: {end:?}");
-                            return;
-                        }
-                    }
-                }
-            })
+            .spawn(move || relay_forever(delivery, &shared, &events))
             .map_err(|e| Error::Io("starting the signal relay", e))?;
         // Ignored ones too: blocking a signal that is discarded changes nothing.
-        let relay_only = relayed().filter(|s| !FAULTS.contains(s) && *s != libc::SIGABRT);
+        let relay_only = relayed().filter(|s| !FATAL.contains(s));
         if let Err(e) = block(relay_only) {
             // Only slower: any thread can take a signal, the relay still gets it.
             log::debug!("cannot leave signals to the relay thread: {e}");
@@ -120,6 +107,46 @@ impl Relay {
 fn lock(target: &Mutex<Target>) -> MutexGuard<'_, Target> {
     // The relay state is a plain value; a panic elsewhere cannot leave it half-written.
     target.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The relay thread's loop: each wake-up, every signal signal-hook delivered
+/// (but those tandem raised itself) and every fatal one another process sent.
+fn relay_forever(
+    mut delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
+    target: &Mutex<Target>,
+    events: &Sender,
+) {
+    loop {
+        // The write end is never closed; a read that fails is a bug in the kernel
+        // or here, and relaying cannot go on.
+        let pending = match delivery.poll_pending(&mut wake_up) {
+            Ok(Some(pending)) => pending,
+            Ok(None) => {
+                log::error!("the signal relay stopped: its pipe was closed");
+                return;
+            }
+            Err(e) => {
+                log::error!("the signal relay stopped: {e}");
+                return;
+            }
+        };
+        let carried = pending.filter(|info| Origin::of(info) != Origin::Tandem);
+        for sig in carried.map(|info| info.si_signo).chain(fatal::take_sent()) {
+            relay_one(&lock(target), sig, events);
+        }
+    }
+}
+
+/// Blocks until a handler writes to the pipe: signal-hook's own `Signals::wait`
+/// does the same, but only over the pipe it makes, and the fatal signals' action
+/// needs its write end too.
+fn wake_up(read: &mut UnixStream) -> io::Result<bool> {
+    loop {
+        match read.read(&mut [0]) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => return read.map(|n| n > 0),
+        }
+    }
 }
 
 fn relay_one(target: &Target, sig: i32, events: &Sender) {
