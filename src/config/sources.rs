@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 
 use super::check::{self, EXPECTED_CHECK};
-use super::duration::{self, EXPECTED_DURATION};
+use super::duration::{self, EXPECTED_DURATION, EXPECTED_SECONDS};
 use super::url::{self, EXPECTED_URL, HttpUrl, Scheme};
 use super::{Check, boolean, list};
 use crate::cli::Cli;
@@ -171,9 +171,11 @@ pub(super) fn invalid_fixable(name: &str, value: &str, expected: &str) -> Error 
 
 /// The value the user most likely meant, when a rejected `value` is one obvious
 /// step from a valid one: a bare number given as a duration (`30` for `30s`, as
-/// scuttle's users write seconds), a URL without its scheme (`127.0.0.1:15000`),
-/// or a readiness check without its scheme or third slash (`check`'s: `db:5432`
-/// for `tcp://db:5432`). `expected` is what the parser answered.
+/// scuttle's users write seconds), a duration given as whole seconds (`30s` for
+/// `30`, the peers' integer variables), a URL without its scheme
+/// (`127.0.0.1:15000`), or a readiness check without its scheme or third slash
+/// (`check`'s: `db:5432` for `tcp://db:5432`). `expected` is what the parser
+/// answered.
 fn likely_fix(value: &str, expected: &str) -> Option<String> {
     if let Some(fix) = check::likely_fix(value, expected) {
         return Some(fix);
@@ -184,20 +186,23 @@ fn likely_fix(value: &str, expected: &str) -> Option<String> {
         EXPECTED_CHECK => return None,
         other => other,
     };
-    let candidate = if expected == EXPECTED_DURATION {
+    let (candidate, valid): (String, fn(&str) -> bool) = if expected == EXPECTED_DURATION {
         let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-        number.then(|| format!("{value}s"))?
+        let candidate = number.then(|| format!("{value}s"))?;
+        (candidate, |c| duration::parse(c).is_ok())
+    } else if expected == EXPECTED_SECONDS {
+        let whole = duration::parse(value.trim())
+            .ok()
+            .filter(|d| d.subsec_nanos() == 0)?;
+        (whole.as_secs().to_string(), |c| {
+            duration::parse_seconds(c).is_ok()
+        })
     } else if expected == EXPECTED_URL && !value.contains("://") {
-        format!("http://{value}")
+        (format!("http://{value}"), |c| HttpUrl::parse(c).is_ok())
     } else {
         return None;
     };
-    let valid = if expected == EXPECTED_DURATION {
-        duration::parse(&candidate).is_ok()
-    } else {
-        HttpUrl::parse(&candidate).is_ok()
-    };
-    valid.then_some(candidate)
+    valid(&candidate).then_some(candidate)
 }
 
 pub(super) fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
@@ -245,5 +250,11 @@ mod tests {
             Some("http://localhost:4191/ready")
         );
         assert_eq!(likely_fix("ftp://x", check), None);
+        let secs = EXPECTED_SECONDS;
+        assert_eq!(likely_fix("30s", secs).as_deref(), Some("30"));
+        assert_eq!(likely_fix("2m", secs).as_deref(), Some("120"));
+        assert_eq!(likely_fix("1.5s", secs), None);
+        assert_eq!(likely_fix("-1", secs), None);
+        assert_eq!(likely_fix("soon", secs), None);
     }
 }

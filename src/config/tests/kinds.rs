@@ -152,6 +152,8 @@ fn wait_timeout_is_a_fail_timeout_in_seconds_below_tandems_own() {
         fail(&[("WAIT_TIMEOUT", "9"), ("QUIT_WITHOUT_ENVOY_TIMEOUT", "1s")]),
         (Some(SEC), own)
     );
+    let msg = usage_error("", &[("WAIT_TIMEOUT", "30s")]);
+    assert!(msg.ends_with("(did you mean 30?)"), "{msg}");
     // Zero is no timeout, as every timeout of tandem's.
     assert_eq!(fail(&[("WAIT_TIMEOUT", "0")]).0, None);
     let c = config("--fail-timeout 2s", &[("WAIT_TIMEOUT", "9")]);
