@@ -29,8 +29,8 @@ import yaml
 # Variable names tandem or the tools it replaces read. A container variable of
 # this shape must be one tandem accepts; other variables belong to the app.
 FAMILY = re.compile(
-    r"^(TANDEM_|ENVOY_|ISTIO_|GENERIC_|SCUTTLE_|START_WITHOUT_|WAIT_FOR_|QUIT_"
-    r"|NEVER_KILL_|ALWAYS_KILL_|LINKERD_AWAIT|LINKERD_DISABLED)"
+    r"^(TANDEM_|ENVOY_|ISTIO_|GENERIC_|SCUTTLE_|START_WITHOUT_|QUIT_"
+    r"|NEVER_KILL_|ALWAYS_KILL_|LINKERD_AWAIT|LINKERD_DISABLED|WAIT_)"
 )
 VAR = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

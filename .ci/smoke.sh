@@ -2,7 +2,8 @@
 # Scratch-root smoke test: the static binary alone in an empty directory, run with
 # chroot against the fake sidecar on the host's loopback (chroot keeps the network
 # namespace, so 127.0.0.1 is the same). There is no /etc in the root, so this also
-# shows that `localhost` resolves without /etc/hosts.
+# shows that `localhost` resolves without /etc/hosts, for the HTTP admin URL and
+# for a tcp:// readiness check alike.
 #
 # Usage: smoke.sh TANDEM FAKE_SIDECAR [EMULATOR]
 #   EMULATOR: a static qemu-user binary (name or path, e.g. qemu-aarch64-static) for
@@ -108,7 +109,9 @@ scenario() {
   start_fake
   started=$(date +%s%N)
   set +e
+  # The same port as a tcp:// check too: its `localhost` must resolve without /etc.
   env -i ENVOY_ADMIN_API="http://localhost:$(cat "$work/port")" TANDEM_LOG=info \
+    TANDEM_READY_URLS="tcp://localhost:$(cat "$work/port")" \
     timeout 30 "$chroot_bin" "$root" "${run[@]}" "$@" 2>"$work/tandem.err"
   code=$?
   set -e

@@ -162,19 +162,31 @@ pub fn http_answer(data: &[u8]) {
 /// configuration either build or fail with a usage error (exit 64). The message
 /// may hold the user's control characters: `log` escapes them into one line.
 pub fn config(data: &[u8]) {
-    configure(data, cli::parse);
+    configure(data, |args, _| cli::parse(args));
 }
 
 /// The linkerd-await command line (tandem invoked by that name), in the same
 /// input format as [`config`]: translated into tandem's options, then configured,
 /// it builds or fails with a usage error.
 pub fn linkerd_await(data: &[u8]) {
-    configure(data, cli::linkerd_await::parse);
+    configure(data, |args, _| cli::linkerd_await::parse(args));
 }
+
+/// docker-compose-wait's usage (tandem invoked as `wait`), in the same input
+/// format as [`config`]: the arguments and `WAIT_COMMAND` (split as a shell
+/// would) give the task, then the configuration builds or fails with a usage
+/// error.
+pub fn compose_wait(data: &[u8]) {
+    configure(data, cli::compose_wait::parse);
+}
+
+/// How a body reads a command line: its arguments, and the environment.
+type Parse =
+    fn(Vec<OsString>, &dyn Fn(&str) -> Option<OsString>) -> Result<cli::Cli, tandem::exit::Error>;
 
 /// Splits `data` into arguments and variables, parses the arguments with `parse`
 /// and builds the configuration; any error must be a usage error.
-fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::exit::Error>) {
+fn configure(data: &[u8], parse: Parse) {
     let Some((&count, rest)) = data.split_first() else {
         return;
     };
@@ -201,7 +213,7 @@ fn configure(data: &[u8], parse: fn(Vec<OsString>) -> Result<cli::Cli, tandem::e
         assert_eq!(e.exit_code(), tandem::exit::EX_USAGE, "{line}");
         assert!(!line.is_empty(), "an empty error");
     };
-    let cli = match parse(args) {
+    let cli = match parse(args, &env) {
         Ok(cli) => cli,
         Err(e) => return check(&e),
     };

@@ -2,8 +2,10 @@
 //! table, turns the arguments into a raw `Cli`: the options as given, and the one
 //! `Task` they ask for. Values are validated later, in `config`, beside the
 //! variables. `help` renders `--help` and `--version`; `linkerd_await` translates
-//! linkerd-await's command line into tandem's.
+//! linkerd-await's command line into tandem's; `compose_wait` is
+//! docker-compose-wait's usage, under the name `wait`.
 
+pub mod compose_wait;
 pub mod help;
 pub mod linkerd_await;
 pub mod options;
@@ -13,6 +15,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::config;
 use crate::exit::{self, Error};
 use crate::termination_message::Target;
 use options::{Kind, Spec};
@@ -36,6 +39,18 @@ pub enum Task {
     NoCommand,
 }
 
+/// The name tandem was invoked under, where a peer's usage comes with it (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvokedAs {
+    /// tandem's own (any name but the two below).
+    Tandem,
+    /// `linkerd-await`: its command line, translated (`linkerd_await`).
+    LinkerdAwait,
+    /// `wait`: docker-compose-wait's usage (`compose_wait`), its 30 s default
+    /// timeout and `WAIT_COMMAND` with it.
+    Wait,
+}
+
 /// The command line as given: option values are still raw strings.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Cli {
@@ -43,6 +58,8 @@ pub struct Cli {
     given: Vec<(&'static str, Option<OsString>)>,
     /// What to do.
     pub task: Task,
+    /// Under which usage the arguments were read.
+    pub invoked_as: InvokedAs,
 }
 
 impl Cli {
@@ -51,6 +68,16 @@ impl Cli {
         Cli {
             given: Vec::new(),
             task: Task::NoCommand,
+            invoked_as: InvokedAs::Tandem,
+        }
+    }
+
+    /// tandem's own command line: `given` options, then `task`.
+    fn new(given: Vec<(&'static str, Option<OsString>)>, task: Task) -> Cli {
+        Cli {
+            given,
+            task,
+            invoked_as: InvokedAs::Tandem,
         }
     }
 
@@ -75,10 +102,14 @@ impl Cli {
 }
 
 /// Reads the process's arguments, the program name first: linkerd-await's command
-/// line when invoked by that name (SPEC §2), tandem's otherwise.
+/// line or docker-compose-wait's usage when invoked by that name (SPEC §2),
+/// tandem's otherwise.
 pub fn read(mut args: impl Iterator<Item = OsString>) -> Result<Cli, Error> {
-    if linkerd_await::invoked_as(args.next().as_deref()) {
+    let argv0 = args.next();
+    if linkerd_await::invoked_as(argv0.as_deref()) {
         linkerd_await::parse(args)
+    } else if compose_wait::invoked_as(argv0.as_deref()) {
+        compose_wait::parse(args, &config::env)
     } else {
         parse(args)
     }
@@ -117,7 +148,7 @@ fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
                     return Err(format!("{name} takes no COMMAND, got {command:?}").into());
                 }
                 let task = Task::Run(command, args);
-                return Ok(Cli { given, task });
+                return Ok(Cli::new(given, task));
             }
             (_, Some(spec)) => match spec.kind {
                 Kind::Flag => given.push((spec.name, None)),
@@ -125,7 +156,7 @@ fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
                 Kind::Task(row) => match task(row, &mut parser)? {
                     // Help and version win over everything, even what follows.
                     task @ (Task::Help | Task::Version) => {
-                        return Ok(Cli { given, task });
+                        return Ok(Cli::new(given, task));
                     }
                     task => {
                         if let Some((previous, _)) = chosen {
@@ -140,7 +171,7 @@ fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
         }
     }
     let task = chosen.map_or(Task::NoCommand, |(_, task)| task);
-    Ok(Cli { given, task })
+    Ok(Cli::new(given, task))
 }
 
 /// The task of a task option's `row`, with its value where it takes one.

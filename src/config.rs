@@ -11,6 +11,7 @@
 //! know. Each kind of value has its file: `duration`, `boolean`, `url`, `list`.
 
 pub mod boolean;
+mod check;
 pub mod duration;
 mod endpoints;
 mod job_containers;
@@ -22,6 +23,7 @@ mod typos;
 pub mod url;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use log::LevelFilter;
@@ -45,6 +47,8 @@ const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// connection. (100 ms would be 10 a second but a 50 ms median before the round trip
 /// and the spawn: no interval meets both exactly.)
 const DEFAULT_POLL_MAX: Duration = Duration::from_millis(85);
+/// The fail timeout's own setting, as its lines name it.
+const FAIL_TIMEOUT_SETTING: &str = "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT";
 
 /// One readiness check (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +57,17 @@ pub enum Check {
     Envoy(HttpUrl),
     /// Any URL answering 2xx.
     Url(HttpUrl),
+    /// `tcp://HOST:PORT`: a TCP connection is accepted (then closed, nothing sent).
+    Tcp {
+        /// As in a URL: an IPv6 literal keeps its brackets (`[::1]`).
+        host: String,
+        /// 1 to 65535.
+        port: u16,
+    },
+    /// `unix:///PATH`: a connection to the socket is accepted.
+    Unix(PathBuf),
+    /// `file:///PATH`: the file (or directory) exists.
+    File(PathBuf),
 }
 
 /// Where relayed signals go (SPEC §4).
@@ -117,6 +132,9 @@ pub struct ReadyConfig {
     pub wait_timeout: Option<Duration>,
     /// Exit 69 after this long; beats `wait_timeout`. Default: none.
     pub fail_timeout: Option<Duration>,
+    /// The setting `fail_timeout` came from, as its lines name it. Default:
+    /// `--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT`.
+    pub fail_timeout_setting: &'static str,
     /// Longest interval between polls. Default: 85 ms.
     pub poll_max: Duration,
 }
@@ -213,7 +231,14 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let mut endpoints = Endpoints::read(&src)?;
     let no_wait = src.flag(&options::NO_WAIT)?;
     let wait_timeout = src.parsed(&options::WAIT_TIMEOUT, duration::parse)?;
-    let fail_timeout = src.parsed(&options::FAIL_TIMEOUT, duration::parse)?;
+    let (fail_timeout, fail_timeout_setting) =
+        match src.parsed(&options::FAIL_TIMEOUT, duration::parse)? {
+            Some(d) => (Some(d), FAIL_TIMEOUT_SETTING),
+            None => match peers::wait_timeout(&src)? {
+                Some((d, setting)) => (Some(d), setting),
+                None => (None, FAIL_TIMEOUT_SETTING),
+            },
+        };
     let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, duration::parse)?;
     let poll_max = poll_max(&src)?;
     let forward_to = forward_to(&src)?;
@@ -235,6 +260,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
             wait: !no_wait,
             wait_timeout: nonzero(wait_timeout),
             fail_timeout: nonzero(fail_timeout),
+            fail_timeout_setting,
             poll_max,
         },
         quit,
@@ -280,7 +306,7 @@ fn quit_config(
 
 fn poll_max(src: &Sources) -> Result<Duration, Error> {
     let Some(found) = src.get(&options::POLL_MAX)? else {
-        return Ok(DEFAULT_POLL_MAX);
+        return Ok(peers::sleep_interval(src)?.unwrap_or(DEFAULT_POLL_MAX));
     };
     let d = parse_with(&found, duration::parse)?;
     if d.is_zero() {

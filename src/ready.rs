@@ -1,9 +1,10 @@
 //! Waiting for readiness (SPEC §3): whether to wait at all, then a poller thread
 //! that checks every sidecar with a capped backoff while the main thread waits
 //! for the first of "ready", a terminating signal or a timeout. `poller` is the
-//! poller thread.
+//! poller thread; `probe` polls the checks that are not HTTP.
 
 pub mod poller;
+mod probe;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -67,9 +68,8 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
                 ""
             };
             let limit = duration::format(cfg.fail_timeout.unwrap_or_default());
-            let line = format!(
-                "sidecars not ready within {limit} (--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT){then}"
-            );
+            let setting = cfg.fail_timeout_setting;
+            let line = format!("sidecars not ready within {limit} ({setting}){then}");
             log::error!("{line}");
             Err(Outcome::NotReady(format!("{line}; last answers: {last}")))
         }

@@ -4,14 +4,17 @@
 //! in an image without them even `localhost` turns into a DNS query to a nameserver
 //! that is not there. Sidecar admin URLs are nearly always `127.0.0.1`, `[::1]` or
 //! `localhost`, so those are answered here without any file or lookup, and every
-//! other name goes to ureq's system resolver as before.
+//! other name goes to ureq's system resolver as before. The `tcp://` readiness
+//! checks resolve through the same resolver ([`addrs`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
+use ureq::unversioned::transport::time::Duration as Budget;
 
 /// `localhost` is both loopbacks, IPv4 first: Envoy's admin listens on 127.0.0.1 in
 /// most meshes, and the connector falls back to `::1` for IPv6-only Pods.
@@ -71,6 +74,21 @@ impl<R: Resolver> Resolver for LocalFirst<R> {
         }
         Ok(addrs)
     }
+}
+
+/// The addresses of `host` (as in a URL: an IPv6 literal in brackets) on `port`,
+/// as an HTTP request to it would connect: IP literals and `localhost` at once,
+/// any other name through the system resolver within `timeout`.
+pub fn addrs(host: &str, port: u16, timeout: Duration) -> Result<Vec<SocketAddr>, ureq::Error> {
+    let uri: Uri = format!("http://{host}:{port}/")
+        .parse()
+        .map_err(|_| ureq::Error::HostNotFound)?;
+    let budget = NextTimeout {
+        after: Budget::Exact(timeout),
+        ..NextTimeout::default()
+    };
+    let found = LocalFirst::new().resolve(&uri, &Config::default(), budget)?;
+    Ok(found.iter().copied().collect())
 }
 
 /// The addresses of `host` (as in a URL: IPv6 in brackets) when they are known
@@ -210,6 +228,20 @@ mod tests {
         assert_eq!(
             resolve("ftp://127.0.0.1/x"),
             (vec![MARKER.to_string()], true)
+        );
+    }
+
+    #[test]
+    fn addrs_of_a_tcp_check_need_no_lookup_for_literals_and_localhost() {
+        let found = |host| addrs(host, 5432, Duration::from_secs(1)).unwrap();
+        assert_eq!(found("127.0.0.1"), ["127.0.0.1:5432".parse().unwrap()]);
+        assert_eq!(found("[::1]"), ["[::1]:5432".parse().unwrap()]);
+        assert_eq!(
+            found("localhost"),
+            [
+                "127.0.0.1:5432".parse::<SocketAddr>().unwrap(),
+                "[::1]:5432".parse().unwrap()
+            ]
         );
     }
 

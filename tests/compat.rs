@@ -1,6 +1,8 @@
-//! Variables of scuttle (and its forks), envoy-preflight (and its forks) and
-//! linkerd-await that no option names (SPEC §2): each is honoured, or accepted
-//! with one warning that it has no effect; a bad value is an error (64).
+//! Variables of scuttle (and its forks), envoy-preflight (and its forks),
+//! linkerd-await and docker-compose-wait that no option names (SPEC §2): each is
+//! honoured, or accepted with one warning that it has no effect; a bad value is
+//! an error (64). (docker-compose-wait's usage under the name `wait`:
+//! `compose_wait`.)
 
 use crate::support::{Script, run, start, tandem, tandem_at};
 use std::time::Duration;
@@ -26,6 +28,11 @@ const NO_EFFECT: &[(&str, &str, Option<&str>)] = &[
     ("PKILL_PILOT", "true", Some("maybe")),
     ("ENVOY_ISTIO_SDS_WARMING_PROTECTION", "true", Some("on")),
     ("LINKERD_AWAIT_VERBOSE", "true", None),
+    ("WAIT_BEFORE", "2", Some("2s")),
+    ("WAIT_BEFORE_HOSTS", "0", Some("-2")),
+    ("WAIT_AFTER", "3", Some("three")),
+    ("WAIT_AFTER_HOSTS", "1", Some("1.5")),
+    ("WAIT_HOST_CONNECT_TIMEOUT", "5", Some("5s")),
 ];
 
 #[test]
@@ -133,6 +140,11 @@ fn bad_values_of_honoured_compat_variables_are_usage_errors() {
         ("GENERIC_READY_ENDPOINTS", "127.0.0.1:1/ready"),
         ("ISTIO_FALLBACK_PKILL", "sometimes"),
         ("ALWAYS_KILL_ENVOY", "always"),
+        ("WAIT_HOSTS", "postgres"),
+        ("WAIT_TIMEOUT", "30s"),
+        ("WAIT_HOSTS_TIMEOUT", "-1"),
+        ("WAIT_SLEEP_INTERVAL", "1s"),
+        ("WAIT_LOGGER_LEVEL", "trace"),
     ] {
         let out = run(tandem().env(var, bad).arg("true"), RUN_TIMEOUT);
         assert_eq!(out.code, Some(64), "{var}={bad}\n{}", out.dump());

@@ -61,3 +61,8 @@ fn configurations_replay_clean() {
 fn linkerd_await_command_lines_replay_clean() {
     replay("linkerd_await", bodies::linkerd_await);
 }
+
+#[test]
+fn compose_wait_usages_replay_clean() {
+    replay("compose_wait", bodies::compose_wait);
+}

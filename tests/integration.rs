@@ -5,6 +5,8 @@
 mod cli;
 /// Variables of scuttle, envoy-preflight, linkerd-await and forks: honoured or warned (SPEC §2).
 mod compat;
+/// tandem invoked as `wait`: docker-compose-wait's variables and usage (SPEC §2).
+mod compose_wait;
 /// `--help` and the README against the option table.
 mod docs;
 /// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
@@ -15,6 +17,8 @@ mod hostile;
 mod idle;
 /// Init-grade: the app's mask, SIGTTIN/SIGTTOU, faults sent with kill, real faults (SPEC §4).
 mod init;
+/// The readiness kinds beside HTTP: tcp://, unix://, file:// against real ones (SPEC §3).
+mod kinds;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).

@@ -1,7 +1,7 @@
 //! tandem invoked as `linkerd-await` (SPEC §2): linkerd-await's command line with
 //! its meaning, through a symlink of that name, against a fake Linkerd proxy.
 
-use crate::support::{FakeAdmin, Out, Script, app_touching, default_signals, run, start, temp_dir};
+use crate::support::{FakeAdmin, Out, Script, app_touching, run, start, tandem_named, temp_dir};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -11,15 +11,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A `linkerd-await` that is this build's tandem, with a clean environment.
 fn linkerd_await() -> Command {
-    let dir = temp_dir("linkerd-await");
-    let link = dir.join("linkerd-await");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tandem"), &link)
-        .unwrap_or_else(|e| panic!("symlink {}: {e}", link.display()));
-    let mut cmd = Command::new(link);
-    cmd.env_clear();
-    cmd.envs(std::env::var_os("PATH").map(|p| ("PATH", p)));
-    default_signals(&mut cmd);
-    cmd
+    tandem_named("linkerd-await")
 }
 
 fn port(fake: &FakeAdmin) -> String {

@@ -15,12 +15,13 @@
 //! Numbers are reported, never asserted: the exit status is non-zero only when a
 //! measurement could not be made at all.
 //!
-//! One module a figure: `footprint` (1 and 2), `startup` (3), `readiness` (4),
-//! `release` (5), `relay` (6), `idle` (7); `process` starts what is measured and
+//! One module a figure: `footprint` (1 and 2), `startup` (3), `readiness` (4;
+//! `kinds`: its `tcp://` and `file://` rows), `release` (5), `relay` (6), `idle` (7); `process` starts what is measured and
 //! reads the probe's records, `report` makes the table.
 
 mod footprint;
 mod idle;
+mod kinds;
 mod process;
 mod readiness;
 mod relay;
@@ -43,6 +44,8 @@ struct Plan {
     startup_warmup: usize,
     /// (wait, samples, concurrent runs per batch)
     ready_waits: Vec<(Duration, usize, usize)>,
+    /// tcp:// and file:// readiness: (samples of each, concurrent runs per batch)
+    kind_runs: (usize, usize),
     release_runs: usize,
     hang_runs: usize,
     strace_runs: usize,
@@ -64,6 +67,7 @@ impl Plan {
                 (Duration::from_secs(5), 40, 20),
                 (Duration::from_secs(30), 20, 20),
             ],
+            kind_runs: (100, 10),
             release_runs: 20,
             hang_runs: 3,
             strace_runs: 5,
@@ -84,6 +88,7 @@ impl Plan {
                 (Duration::from_millis(500), 10, 10),
                 (Duration::from_secs(5), 4, 4),
             ],
+            kind_runs: (10, 10),
             release_runs: 3,
             hang_runs: 1,
             strace_runs: 1,
@@ -253,11 +258,12 @@ fn run(args: Args) -> io::Result<()> {
         );
     }
     type Step = fn(&mut Bench) -> io::Result<()>;
-    let steps: [(&str, Step); 9] = [
+    let steps: [(&str, Step); 10] = [
         ("1 binary size", Bench::size),
         ("2 peak RSS", Bench::peak_rss),
         ("3 start-up", Bench::startup),
         ("4 readiness detection", Bench::readiness),
+        ("4 readiness, tcp:// and file://", Bench::readiness_kinds),
         ("4 readiness, real Envoy", Bench::readiness_real_envoy),
         ("5 release", Bench::release),
         ("5 quit bound", Bench::quit_bound),

@@ -13,10 +13,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// tandem's default `TANDEM_POLL_MAX`: the jitter and the poll floor follow it.
-const POLL_MAX: Duration = Duration::from_millis(85);
+pub(crate) const POLL_MAX: Duration = Duration::from_millis(85);
 /// Readiness goals (issue 14): the app runs within these of the sidecar turning ready.
-const READY_P50_GOAL: f64 = 50e6;
-const READY_P99_GOAL: f64 = 100e6;
+pub(crate) const READY_P50_GOAL: f64 = 50e6;
+pub(crate) const READY_P99_GOAL: f64 = 100e6;
 /// Most polls a second the sidecar should see while tandem waits: "about 10",
 /// read as at most 12.5. Exactly 10 cannot meet the 50 ms median: a poll every
 /// 100 ms finds the sidecar ready 50 ms late on average, before the round trip and
@@ -24,9 +24,9 @@ const READY_P99_GOAL: f64 = 100e6;
 /// the first backoff steps).
 const POLL_RATE_GOAL: f64 = 12.5;
 /// The goal column of the readiness rows.
-const READY_GOAL: &str = "p50 ≤ 50 ms, p99 ≤ 100 ms";
+pub(crate) const READY_GOAL: &str = "p50 ≤ 50 ms, p99 ≤ 100 ms";
 /// Gap between starting concurrent readiness runs, so their spawns do not collide.
-const STAGGER: Duration = Duration::from_millis(20);
+pub(crate) const STAGGER: Duration = Duration::from_millis(20);
 
 impl Bench {
     /// Figure 4: from the fake turning ready to the app's first instruction.
@@ -225,7 +225,7 @@ impl Bench {
 /// ±P/(2√n) from one bench run to the next (±10 ms for 20 runs of 85 ms), more than
 /// the margin the readiness rows measure. (The real Envoy's own start time still
 /// moves its phase, so that row takes more runs.)
-fn phases(n: usize, seed: &mut Xorshift) -> Vec<f64> {
+pub(crate) fn phases(n: usize, seed: &mut Xorshift) -> Vec<f64> {
     let mut phases: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect();
     for i in (1..n).rev() {
         let j = (seed.next_u64() % (i as u64 + 1)) as usize;

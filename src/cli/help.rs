@@ -109,6 +109,8 @@ Exit status: COMMAND's; 128+N if it was killed by signal N; 64 bad usage;
 73 install failed.
 Invoked as linkerd-await, tandem takes linkerd-await's -p PORT, -b DUR, -t DUR,
 --timeout-fatal[=BOOL], -S and -v; durations there also take days (2d).
+Invoked as wait, it takes docker-compose-wait's usage: no options; COMMAND from
+the arguments or WAIT_COMMAND (neither: wait only); WAIT_TIMEOUT 30 by default.
 ";
 
 /// Prints `text` to stdout, for `--help` and `--version`: exit 0, or 70 when
@@ -156,7 +158,7 @@ mod tests {
             .unwrap();
         assert_eq!(&line[HELP_COLUMN..HELP_COLUMN + 9], "only POST");
         assert!(help.contains(
-            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]\n"
+            "\n                        [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING,\n"
         ));
     }
 }

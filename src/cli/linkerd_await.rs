@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cli::{self, Cli};
+use crate::cli::{self, Cli, InvokedAs};
 use crate::config::{boolean, duration, url};
 use crate::exit::Error;
 
@@ -27,7 +27,9 @@ pub fn invoked_as(argv0: Option<&OsStr>) -> bool {
 /// Parses linkerd-await's arguments (after the program name) into tandem's `Cli`.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
     let translated = translate(args)?;
-    cli::parse(translated)
+    let mut cli = cli::parse(translated)?;
+    cli.invoked_as = InvokedAs::LinkerdAwait;
+    Ok(cli)
 }
 
 /// linkerd-await's arguments as the tandem options that mean the same.

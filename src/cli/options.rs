@@ -131,9 +131,15 @@ pub const KEEP_ON_FAILURE: Spec = Spec {
 /// `--log LEVEL`
 pub const LOG: Spec = Spec {
     value: "LEVEL",
-    vars: &["TANDEM_LOG", "ENVOY_PREFLIGHT_LOGGING", "SCUTTLE_LOGGING"],
+    vars: &[
+        "TANDEM_LOG",
+        "ENVOY_PREFLIGHT_LOGGING",
+        "SCUTTLE_LOGGING",
+        "WAIT_LOGGER_LEVEL",
+    ],
     help: "off, error, warn, info (default), debug; or true/false\n\
-           [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING]",
+           [TANDEM_LOG, ENVOY_PREFLIGHT_LOGGING, SCUTTLE_LOGGING,\n\
+           WAIT_LOGGER_LEVEL]",
     ..Spec::new("--log", Kind::Value)
 };
 /// `--log-format text|json`
@@ -147,7 +153,9 @@ pub const LOG_FORMAT: Spec = Spec {
 pub const READY: Spec = Spec {
     value: "URL",
     vars: &["TANDEM_READY_URLS"],
-    help: "also wait for URL to answer 2xx; repeatable [TANDEM_READY_URLS, comma-separated]",
+    help: "also wait for URL: http:// answers 2xx, tcp://HOST:PORT and \
+           unix:///PATH accept a connection, file:///PATH exists; repeatable \
+           [TANDEM_READY_URLS, comma-separated]",
     ..Spec::new("--ready", Kind::Repeated)
 };
 /// `--mesh NAME[,NAME]`, repeatable.

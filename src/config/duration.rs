@@ -6,6 +6,8 @@ use std::time::Duration;
 
 /// What a duration looks like, for the error line.
 pub(super) const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
+/// What whole seconds look like, for the error line.
+pub(super) const EXPECTED_SECONDS: &str = "whole seconds, 0 or more";
 
 /// Go's `time.Duration` is an `i64` of nanoseconds; values it cannot hold are
 /// rejected here too, so a setting means the same thing under scuttle and tandem.
@@ -114,9 +116,9 @@ pub fn format(d: Duration) -> String {
 pub fn parse_seconds(s: &str) -> Result<u64, &'static str> {
     let s = s.trim();
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("whole seconds, 0 or more");
+        return Err(EXPECTED_SECONDS);
     }
-    s.parse().map_err(|_| "whole seconds, 0 or more")
+    s.parse().map_err(|_| EXPECTED_SECONDS)
 }
 
 #[cfg(test)]

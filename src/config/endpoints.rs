@@ -3,7 +3,7 @@
 
 use super::Check;
 use super::presets::{self, Preset, Role};
-use super::sources::{Sources, invalid, parse_url, parse_with};
+use super::sources::{Sources, invalid, parse_checks, parse_with};
 use super::url::{self, HttpUrl};
 use super::{list, peers};
 use crate::cli::options;
@@ -14,7 +14,8 @@ pub(super) struct Endpoints {
     pub(super) admin: Option<HttpUrl>,
     pub(super) istio_quit: Option<HttpUrl>,
     pub(super) envoy_quit: Option<HttpUrl>,
-    pub(super) ready: Vec<HttpUrl>,
+    /// `--ready`'s checks, the peers' lists' and the presets', in that order.
+    pub(super) ready: Vec<Check>,
     pub(super) generic: Vec<HttpUrl>,
     pub(super) envoy_configured: bool,
 }
@@ -28,15 +29,14 @@ impl Endpoints {
             admin,
             istio_quit: src.url(&options::ISTIO_QUIT)?,
             envoy_quit: src.url(&options::ENVOY_QUIT)?,
-            ready: src.url_list(&options::READY)?,
+            ready: src.check_list(&options::READY)?,
             generic: src.url_list(&options::QUIT)?,
         };
         // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
         if let Some(found) = src.var(&[peers::GENERIC_READY_ENDPOINTS])? {
-            for item in list::split(&found.value) {
-                endpoints.ready.push(parse_url(&found, item)?);
-            }
+            endpoints.ready.extend(parse_checks(&found)?);
         }
+        endpoints.ready.extend(peers::wait_checks(src)?);
         for found in &src.list(&options::MESH)? {
             for name in list::split(&found.value) {
                 let preset = presets::find(name).ok_or_else(|| {
@@ -74,7 +74,7 @@ impl Endpoints {
         match preset.role {
             Role::Istio => {
                 self.envoy_configured = true;
-                self.ready.extend(ready);
+                self.ready.extend(ready.map(Check::Url));
                 if self.istio_quit.is_none() {
                     self.istio_quit = Some(url(preset.quit)?);
                 }
@@ -86,7 +86,7 @@ impl Endpoints {
                 }
             }
             Role::Generic => {
-                self.ready.extend(ready);
+                self.ready.extend(ready.map(Check::Url));
                 self.generic.push(url(preset.quit)?);
             }
         }
@@ -96,7 +96,7 @@ impl Endpoints {
     /// The readiness checks: Envoy's admin first, then the readiness URLs (taken).
     pub(super) fn checks(&mut self) -> Vec<Check> {
         let mut checks: Vec<Check> = self.admin.iter().cloned().map(Check::Envoy).collect();
-        checks.extend(std::mem::take(&mut self.ready).into_iter().map(Check::Url));
+        checks.append(&mut self.ready);
         checks
     }
 }

@@ -3,9 +3,10 @@
 
 use std::ffi::OsString;
 
-use super::duration::{self, EXPECTED_DURATION};
+use super::check::{self, EXPECTED_CHECK};
+use super::duration::{self, EXPECTED_DURATION, EXPECTED_SECONDS};
 use super::url::{self, EXPECTED_URL, HttpUrl, Scheme};
-use super::{boolean, list};
+use super::{Check, boolean, list};
 use crate::cli::Cli;
 use crate::cli::options::Spec;
 use crate::exit::Error;
@@ -98,6 +99,44 @@ impl Sources<'_> {
         }
         Ok(urls)
     }
+
+    /// A list of readiness checks, each value split at commas (SPEC §3).
+    pub(super) fn check_list(&self, spec: &'static Spec) -> Result<Vec<Check>, Error> {
+        let mut checks = Vec::new();
+        for found in &self.list(spec)? {
+            checks.extend(parse_checks(found)?);
+        }
+        Ok(checks)
+    }
+}
+
+/// Each comma-separated item of `found` as a readiness check (SPEC §3).
+pub(super) fn parse_checks(found: &Found) -> Result<Vec<Check>, Error> {
+    list::split(&found.value)
+        .into_iter()
+        .map(|item| parse_check(found, item))
+        .collect()
+}
+
+/// One readiness check: `http://` (`https://`) as every URL, `tcp://`, `unix://`,
+/// `file://` as `check` reads them, anything else refused with all four named.
+fn parse_check(found: &Found, item: &str) -> Result<Check, Error> {
+    if let Some(parsed) = check::parse(item) {
+        return parsed
+            .map_err(|expected| invalid_fixable(found.name, &url::redact(item), expected));
+    }
+    let http = item.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+    });
+    if http {
+        parse_url(found, item).map(Check::Url)
+    } else {
+        Err(invalid_fixable(
+            found.name,
+            &url::redact(item),
+            EXPECTED_CHECK,
+        ))
+    }
 }
 
 pub(super) fn text(name: &'static str, value: &OsString) -> Result<Found, Error> {
@@ -132,23 +171,38 @@ pub(super) fn invalid_fixable(name: &str, value: &str, expected: &str) -> Error 
 
 /// The value the user most likely meant, when a rejected `value` is one obvious
 /// step from a valid one: a bare number given as a duration (`30` for `30s`, as
-/// scuttle's users write seconds), or a URL without its scheme
-/// (`127.0.0.1:15000`). `expected` is what the parser answered.
+/// scuttle's users write seconds), a duration given as whole seconds (`30s` for
+/// `30`, the peers' integer variables), a URL without its scheme
+/// (`127.0.0.1:15000`), or a readiness check without its scheme or third slash
+/// (`check`'s: `db:5432` for `tcp://db:5432`). `expected` is what the parser
+/// answered.
 fn likely_fix(value: &str, expected: &str) -> Option<String> {
-    let candidate = if expected == EXPECTED_DURATION {
+    if let Some(fix) = check::likely_fix(value, expected) {
+        return Some(fix);
+    }
+    // A readiness check with a path after its host is an HTTP URL.
+    let expected = match expected {
+        EXPECTED_CHECK if value.contains('/') => EXPECTED_URL,
+        EXPECTED_CHECK => return None,
+        other => other,
+    };
+    let (candidate, valid): (String, fn(&str) -> bool) = if expected == EXPECTED_DURATION {
         let number = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-        number.then(|| format!("{value}s"))?
+        let candidate = number.then(|| format!("{value}s"))?;
+        (candidate, |c| duration::parse(c).is_ok())
+    } else if expected == EXPECTED_SECONDS {
+        let whole = duration::parse(value.trim())
+            .ok()
+            .filter(|d| d.subsec_nanos() == 0)?;
+        (whole.as_secs().to_string(), |c| {
+            duration::parse_seconds(c).is_ok()
+        })
     } else if expected == EXPECTED_URL && !value.contains("://") {
-        format!("http://{value}")
+        (format!("http://{value}"), |c| HttpUrl::parse(c).is_ok())
     } else {
         return None;
     };
-    let valid = if expected == EXPECTED_DURATION {
-        duration::parse(&candidate).is_ok()
-    } else {
-        HttpUrl::parse(&candidate).is_ok()
-    };
-    valid.then_some(candidate)
+    valid(&candidate).then_some(candidate)
 }
 
 pub(super) fn parse_url(found: &Found, item: &str) -> Result<HttpUrl, Error> {
@@ -186,5 +240,21 @@ mod tests {
         assert_eq!(likely_fix("ftp://x", url), None);
         assert_eq!(likely_fix("a b", url), None);
         assert_eq!(likely_fix("30", "something else"), None);
+        let check = EXPECTED_CHECK;
+        assert_eq!(
+            likely_fix("postgres:5432", check).as_deref(),
+            Some("tcp://postgres:5432")
+        );
+        assert_eq!(
+            likely_fix("localhost:4191/ready", check).as_deref(),
+            Some("http://localhost:4191/ready")
+        );
+        assert_eq!(likely_fix("ftp://x", check), None);
+        let secs = EXPECTED_SECONDS;
+        assert_eq!(likely_fix("30s", secs).as_deref(), Some("30"));
+        assert_eq!(likely_fix("2m", secs).as_deref(), Some("120"));
+        assert_eq!(likely_fix("1.5s", secs), None);
+        assert_eq!(likely_fix("-1", secs), None);
+        assert_eq!(likely_fix("soon", secs), None);
     }
 }

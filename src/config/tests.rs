@@ -3,6 +3,8 @@
 use super::*;
 use std::collections::HashMap;
 
+mod kinds;
+
 const SEC: Duration = Duration::from_secs(1);
 
 /// A fake environment: variable names and values.
@@ -50,6 +52,7 @@ fn defaults() -> Config {
             wait: true,
             wait_timeout: None,
             fail_timeout: None,
+            fail_timeout_setting: "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT",
             poll_max: Duration::from_millis(85),
         },
         quit: QuitConfig {

@@ -127,7 +127,7 @@ fn authority_len(rest: &str) -> usize {
 }
 
 /// Splits `host[:port]` into a validated host and the port text, if any.
-fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
+pub(super) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
     if host_port.starts_with('[') {
         let close = host_port.find(']')?;
         let (host, after) = host_port.split_at(close + 1);
@@ -149,7 +149,7 @@ fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
 }
 
 /// Parses a port in 1..=65535 from digits only (no sign, no blanks).
-fn parse_port(p: &str) -> Option<u16> {
+pub(super) fn parse_port(p: &str) -> Option<u16> {
     if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -1,6 +1,7 @@
 //! The readiness poller thread (SPEC §3): every check polled with a capped
-//! backoff over one kept-alive connection, Envoy's `/ready` with its
-//! `/server_info` fallback, and the progress lines naming each last answer.
+//! backoff, HTTP over one kept-alive connection, Envoy's `/ready` with its
+//! `/server_info` fallback, the other kinds through `probe`; and the progress
+//! lines naming each last answer.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,8 @@ use crate::config::Check;
 use crate::config::duration;
 use crate::event::{Event, Sender};
 use crate::http;
+
+use super::probe;
 
 /// First interval between polls; it grows ×1.5 up to `poll_max`.
 const FIRST_INTERVAL: Duration = Duration::from_millis(10);
@@ -98,10 +101,7 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
     let parts: Vec<String> = probes
         .iter()
         .map(|p| {
-            let name = match &p.check {
-                Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
-                Check::Url(url) => url.redacted(),
-            };
+            let name = p.check.name();
             if !with_answers {
                 name
             } else if p.not_found >= NOT_FOUND_HINT_AFTER {
@@ -109,7 +109,7 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
                 // there has that path: a wrong URL or port (SPEC §3, issue 10).
                 let check = match &p.check {
                     Check::Envoy(_) => "ENVOY_ADMIN_API/--admin (the admin base URL, no path)",
-                    Check::Url(_) => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",
+                    _ => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",
                 };
                 format!(
                     "{name}: {} (probably the wrong URL or port, not a sidecar still starting: check {check})",
@@ -124,6 +124,18 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
 }
 
 fn poll(agent: &Agent, probe: &mut Probe) {
+    let plain = match &probe.check {
+        Check::Tcp { host, port } => Some(probe::tcp(host, *port, http::POLL_TIMEOUT)),
+        Check::Unix(path) => Some(probe::unix(path)),
+        Check::File(path) => Some(probe::file(path)),
+        Check::Envoy(_) | Check::Url(_) => None,
+    };
+    if let Some(answer) = plain {
+        probe.ready = answer.is_ok();
+        probe.last = answer.map_or_else(|what| what, str::to_string);
+        log::debug!("poll {}: {}", probe.check.name(), probe.last);
+        return;
+    }
     let answer = match &probe.check {
         Check::Url(url) => http::get_status(agent, &url.raw).map(|s| ((200..300).contains(&s), s)),
         Check::Envoy(admin) if !probe.old_envoy => {
@@ -140,6 +152,7 @@ fn poll(agent: &Agent, probe: &mut Probe) {
             }
         }
         Check::Envoy(admin) => server_info_live(agent, &admin.join("/server_info")),
+        Check::Tcp { .. } | Check::Unix(_) | Check::File(_) => return,
     };
     match answer {
         Ok((ready, status)) => {
@@ -156,11 +169,7 @@ fn poll(agent: &Agent, probe: &mut Probe) {
             probe.not_found = 0;
         }
     }
-    log::debug!(
-        "poll {}: {}",
-        describe(std::slice::from_ref(probe), false),
-        probe.last
-    );
+    log::debug!("poll {}: {}", probe.check.name(), probe.last);
 }
 
 /// Envoy before `/ready`: ready when `/server_info` says `"state": "LIVE"`.

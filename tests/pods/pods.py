@@ -74,7 +74,7 @@ IMAGES = {
 # The app's names in the manifests, each an alias of bin/app.sh in the job images.
 APP_NAMES = ["myjob", "migrate", "report", "run-report.sh", "run-all.sh"]
 # busybox applets the scripts use (symlinks to the static busybox).
-APPLETS = ["sh", "awk", "kill", "netstat", "sleep", "sort", "tr", "wget"]
+APPLETS = ["sh", "awk", "kill", "mv", "netstat", "sleep", "sort", "tr", "wget"]
 
 ENVOY_CONFIG = """\
 # istio-proxy's Envoy: the admin API on Istio's port, its access log in the
@@ -243,7 +243,7 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
     root = context("fake")
     busybox_root(root, busybox)
     put(root, "/fake-sidecar", fake)
-    for script in ("cloud-sql-proxy", "linkerd-proxy", "generic-sidecar"):
+    for script in ("cloud-sql-proxy", "linkerd-proxy", "generic-sidecar", "vault-agent"):
         put(root, f"/{script}", HERE / "bin" / f"{script}.sh")
     podman.build("fake", root, scratch)
     root = context("cloud-sql-proxy")
@@ -317,11 +317,13 @@ def injected(meta, image):
         )
     if notes.get("vault.hashicorp.com/agent-inject") == "true":
         enabled = notes.get("vault.hashicorp.com/agent-enable-quit") == "true"
+        secret = "vault.hashicorp.com/agent-inject-secret-"
+        names = [k[len(secret):] for k in notes if k.startswith(secret)]
         sidecars.append(
             {
                 "name": "vault-agent",
                 "image": image("fake"),
-                "command": ["/generic-sidecar", "8200"],
+                "command": ["/vault-agent", *names],
                 "env": [{"name": "QUIT_ENABLED", "value": str(enabled).lower()}],
             }
         )
@@ -332,6 +334,19 @@ def runs_tandem(container):
     """Whether a manifest's container runs tandem (a job container)."""
     command = container.get("command") or []
     return bool(command) and os.path.basename(command[0]) == "tandem"
+
+
+def inject_volumes(meta, spec):
+    """The volumes the injectors share between their sidecar and the job: Vault's
+    injector mounts an emptyDir at /vault/secrets in every container, where its
+    agent renders the secrets."""
+    notes = meta.get("annotations") or {}
+    if notes.get("vault.hashicorp.com/agent-inject") == "true":
+        spec.setdefault("volumes", []).append({"name": "vault-secrets", "emptyDir": {}})
+        for c in spec["containers"]:
+            c.setdefault("volumeMounts", []).append(
+                {"name": "vault-secrets", "mountPath": "/vault/secrets"}
+            )
 
 
 def make_pod(podman, name, manifest, images=None, without_tandem=False, app_env=None):
@@ -354,6 +369,7 @@ def make_pod(podman, name, manifest, images=None, without_tandem=False, app_env=
         if without_tandem and "--" in c.get("command", []):
             c["command"] = c["command"][c["command"].index("--") + 1 :]
     spec["containers"] += injected(meta, podman.image)
+    inject_volumes(meta, spec)
     for c in spec.get("initContainers", []) + spec["containers"]:
         c["imagePullPolicy"] = "Never"
     pod = {
@@ -432,10 +448,12 @@ class Case:
     """One Pod of the run and what it must do."""
 
     def __init__(self, podman, work, key, manifest, what, waits=True, code=3, message=None,
-                 share_pids=False, **pod_args):
+                 share_pids=False, expect=(), **pod_args):
         self.key = key
         # Whether tandem has something to wait for (the vault preset has not).
         self.waits = waits
+        # Lines the job's log must hold besides tandem's ready line and the app's.
+        self.expect = expect
         self.manifest = manifest
         self.what = what
         self.name = f"tandem-{key}-{podman.run_id}"
@@ -548,6 +566,13 @@ def cases(podman, work):
              "the job image lacks the command: 127, the reason in the termination log",
              images={"registry.example.com/myjob-distroless:1.0": "tandem"},
              code=127, message="/app/myjob: command not found"),
+        Case(podman, work, "cloudsql-tcp", "cloudsql-tcp-job.yaml",
+             "--ready tcp://127.0.0.1:5432: the proxy stand-in without --health-check",
+             expect=("waiting for tcp://127.0.0.1:5432", "listening in the Pod: 5432")),
+        Case(podman, work, "vault-render", "vault-agent-render-job.yaml",
+             "--ready file:///vault/secrets/db: the agent stand-in renders into an emptyDir",
+             expect=("waiting for file:///vault/secrets/db",
+                     "app: read /vault/secrets/db: username=v-job-db")),
     ]
     control = Case(podman, work, "control", "istio-job.yaml",
                    "the Istio Job without tandem", without_tandem=True)
@@ -634,7 +659,7 @@ def test(podman, work):
         check_two_jobs_completed(two)
         check_completed(term, 42, ["app: got SIGTERM"])
         for case in done:
-            check_completed(case, case.code)
+            check_completed(case, case.code, case.expect)
         wait_for(lambda: control.state()[control.job][0] == "exited", COMPLETE_WITHIN,
                  "control: the job container (no tandem) exited")
         stuck_from = time.monotonic()

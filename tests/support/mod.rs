@@ -1,6 +1,7 @@
 //! The one shared layer of the integration tests (no test module imports from
 //! another): the fake sidecar (the `tests/fake-sidecar` dev crate, with its
-//! `wait_until` and `read_retrying`), helpers that run the real `tandem` binary with
+//! `wait_until` and `read_retrying`, and its late TCP port and unix socket for the
+//! readiness kinds), helpers that run the real `tandem` binary with
 //! a clean environment under a kill timeout, capture its output, signal it, and dump
 //! everything when a test fails (STYLE §7.3); the `/proc` reader, the recorder app,
 //! the prerequisites with their one `skip`, and the harness's tests of itself.
@@ -12,6 +13,7 @@ mod recorder;
 mod selftest;
 mod setup;
 
+pub use fake_sidecar::listeners::{Accepted, HELD_OPEN, LatePort, accepted, unix_listener};
 pub use fake_sidecar::{
     FakeAdmin, Fault, Flavor, Req, Response, Script, Xorshift, read_retrying, wait_until,
 };
@@ -21,7 +23,9 @@ pub use procfs::{
     task_status_number,
 };
 pub use recorder::Recorder;
-pub use setup::{app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url};
+pub use setup::{
+    app_touching, closed_port, fixed_ports_turn, start, tandem_at, tandem_at_url, tandem_named,
+};
 
 use std::ffi::OsString;
 use std::fs;

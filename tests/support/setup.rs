@@ -1,7 +1,7 @@
 //! The set-up most integration tests share: a fake sidecar, a tandem aimed at it,
 //! a port nothing listens on, and an app whose start leaves a mark.
 
-use super::{FakeAdmin, Script, tandem};
+use super::{FakeAdmin, Script, default_signals, tandem, temp_dir};
 use std::fs::{File, OpenOptions};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -27,6 +27,19 @@ pub fn tandem_at(fake: &FakeAdmin) -> Command {
 pub fn tandem_at_url(url: &str) -> Command {
     let mut cmd = tandem();
     cmd.env("ENVOY_ADMIN_API", url);
+    cmd
+}
+
+/// This build's tandem through a symlink named `name` (`linkerd-await`, `wait`:
+/// the names that select a peer's usage), with a clean environment as [`tandem`].
+pub fn tandem_named(name: &str) -> Command {
+    let link = temp_dir(name).join(name);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tandem"), &link)
+        .unwrap_or_else(|e| panic!("symlink {}: {e}", link.display()));
+    let mut cmd = Command::new(link);
+    cmd.env_clear();
+    cmd.envs(std::env::var_os("PATH").map(|p| ("PATH", p)));
+    default_signals(&mut cmd);
     cmd
 }
 

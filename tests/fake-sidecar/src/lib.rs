@@ -1,7 +1,8 @@
 //! A scriptable fake sidecar admin server (Envoy, old Envoy, pilot-agent, Linkerd or
 //! a generic helper), std and libc only, listening on loopback: the one fake that
 //! tandem's integration tests, `make demo` (this crate's program, `src/main.rs`) and
-//! `make bench` (`benches/costs/`) share.
+//! `make bench` (`benches/costs/`) share; `listeners` has the sidecars that are
+//! only a TCP port or a unix socket.
 //!
 //! Each parsed request is logged (method, target, header fields, body, `Instant`
 //! and `CLOCK_MONOTONIC` nanoseconds) before its answer is delayed or sent, so
@@ -18,6 +19,7 @@
 
 pub mod envoy;
 mod http;
+pub mod listeners;
 mod routes;
 mod script;
 mod server;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The job's stand-in in the Pod tests, installed under each name the manifests
 # run (/app/myjob, /app/migrate, ...). It logs which ports listen in the Pod when
-# it starts (the sidecars tandem waited for), then does what the image's APP_MODE
+# it starts (the sidecars tandem waited for) and the first line of a --secrets=PATH
+# file, then does what the image's APP_MODE
 # says: `exit3` exits 3, an exit status no sidecar and no signal gives, so the job
 # container's status shows whose it is (APP_SECONDS and APP_CODE change when and
 # how it exits); `wait-term` runs until SIGTERM, then exits 42 (the Pod-level
@@ -42,6 +43,19 @@ if [ -e "/proc/$orphan" ]; then
 else
   echo "app: orphan $orphan reaped"
 fi
+# --secrets=PATH: what the job reads first (a secret a sidecar rendered).
+for arg in "$@"; do
+  case $arg in
+    --secrets=*)
+      path=${arg#--secrets=}
+      if read -r first < "$path"; then
+        echo "app: read $path: $first"
+      else
+        echo "app: no secrets at $path"
+      fi 2>/dev/null
+      ;;
+  esac
+done
 case ${APP_MODE:-exit3} in
   wait-term)
     trap 'echo "app: got SIGTERM, exiting 42"; exit 42' TERM
