@@ -39,11 +39,11 @@ DOCKERFILES = Dockerfile.distroless
 # Size of the stripped static binary: `make size` fails above the limit, which sits
 # a little above today's x86_64 binary, so a dependency or feature of any weight
 # shows up (BENCHMARKS.md says where the bytes go). Issue 14's goal of tini-static's
-# size is retired (issue 22): std and ureq alone take most of it. 770 since
-# issue 23: several job containers (SPEC §9: the shared directory, its locks and
-# inotify, ~11 KB) and the unknown-variable warning (~3 KB) took the binary from
-# 762,968 bytes (745 KiB, with signal-hook) to 782,872 (764.5 KiB).
-SIZE_LIMIT_KIB = 770
+# size is retired (issue 22): std and ureq alone take most of it. Raised with the
+# features that took it: 770 for several job containers (issue 23, SPEC §9), 800
+# for the tcp://, unix:// and file:// checks and docker-compose-wait's usage
+# (issue 24); the byte counts are in BENCHMARKS.md and the merge commits.
+SIZE_LIMIT_KIB = 800
 # Crates in `cargo tree -e normal` of the default build, tandem itself (the package
 # tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
 DEPS_MAX = 15
