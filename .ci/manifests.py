@@ -166,11 +166,11 @@ def check_manifest(binary, path, report):
     for doc in docs:
         for n, line in enumerate(shell_lines(doc)):
             check_shell_line(binary, line, f"{path}: script line {n + 1}", report)
-        if not isinstance(doc, dict) or "kind" not in doc:
-            continue
-        meta = doc.get("metadata") or {}
-        if not meta.get("name") and not meta.get("generateName"):
-            report.fail(path, f"{doc.get('kind')} has no metadata.name (kubectl apply rejects it)")
+        # A Kubernetes object needs a name; Helm values or a CI job have no kind.
+        if isinstance(doc, dict) and "kind" in doc:
+            meta = doc.get("metadata") or {}
+            if not meta.get("name") and not meta.get("generateName"):
+                report.fail(path, f"{doc.get('kind')} has no metadata.name (kubectl apply rejects it)")
         for c in containers(doc):
             where = f"{path}: container {c.get('name')}"
             argv = list(c.get("command") or []) + list(c.get("args") or [])
