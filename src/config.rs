@@ -5,17 +5,20 @@
 //!
 //! Each setting is read through its row of the option table (`cli::options`) by
 //! `sources`, which also shapes every bad-value message; `endpoints` gathers the
-//! sidecar URLs and fills in the `presets` (`--mesh`); `peers` holds the peers'
-//! variables that have no option. Each kind of value has its file: `duration`,
-//! `boolean`, `url`, `list`.
+//! sidecar URLs and fills in the `presets` (`--mesh`); `job_containers` the three
+//! settings of several job containers; `peers` holds the peers' variables that
+//! have no option; `typos` the `TANDEM_` variables tandem does not
+//! know. Each kind of value has its file: `duration`, `boolean`, `url`, `list`.
 
 pub mod boolean;
 pub mod duration;
 mod endpoints;
+mod job_containers;
 pub mod list;
 pub mod peers;
 pub mod presets;
 mod sources;
+mod typos;
 pub mod url;
 
 use std::ffi::OsString;
@@ -28,7 +31,9 @@ use crate::exit::Error;
 use crate::logger::{self, Format};
 use crate::termination_message;
 use endpoints::Endpoints;
-use sources::{Sources, invalid, parse_with};
+pub use job_containers::JobContainers;
+pub(crate) use sources::invalid;
+use sources::{Sources, parse_with};
 use url::HttpUrl;
 
 /// Default bound on the whole quit phase.
@@ -96,6 +101,9 @@ pub struct QuitConfig {
     pub timeout: Option<Duration>,
     /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
     pub pkill_fallback: PkillFallback,
+    /// The Pod's job containers, when several share the sidecars (SPEC §9): only
+    /// the last to finish stops them. Default: none (this one alone).
+    pub job_containers: Option<JobContainers>,
 }
 
 /// Everything the readiness phase needs (SPEC §3).
@@ -154,7 +162,8 @@ pub fn read(cli: &Cli) -> Result<Config, Error> {
     logger::set(LevelFilter::Info, log_format_hint(cli, &env));
     let cfg = build(cli, &env)?;
     logger::set(cfg.log_level, cfg.log_format);
-    for warning in &cfg.warnings {
+    let names = std::env::vars_os().map(|(name, _)| name);
+    for warning in cfg.warnings.iter().cloned().chain(typos::warnings(names)) {
         log::warn!("{warning}");
     }
     if let Some(var) = cfg.disabled_by {
@@ -256,6 +265,7 @@ fn quit_config(
         never_quit: src.flag(&options::NEVER_QUIT)?,
         keep_on_failure: src.flag(&options::KEEP_ON_FAILURE)?,
         pkill_fallback: peers::pkill_fallback(src)?,
+        job_containers: job_containers::read(src)?,
         generic: endpoints.generic,
         admin: endpoints.admin,
         istio_quit: endpoints.istio_quit,

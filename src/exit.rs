@@ -102,6 +102,11 @@ impl Outcome {
         }
     }
 
+    /// The app ran and failed: a non-zero exit or a signal.
+    pub fn app_failed(&self) -> bool {
+        matches!(self, Outcome::Exited(_) | Outcome::Killed(_)) && self.status() != 0
+    }
+
     /// Why the run ended, when it ended for a reason of tandem's own; `None` when
     /// the app ran and its own status is the whole story (SPEC §7).
     pub fn reason(&self) -> Option<String> {
@@ -147,8 +152,12 @@ pub fn fail(e: &Error, told: &Target) -> ExitCode {
 
 /// The end of a configured task: tells why tandem ended the run, if it was for a
 /// reason of its own or a sidecar quit failed, to `told` (SPEC §7), and gives the
-/// exit status.
+/// exit status. When the app itself ran and failed nothing is told, even a failed
+/// quit: with `terminationMessagePolicy: FallbackToLogsOnError` kubelet then shows
+/// the log's tail, the app's last lines and tandem's error line, which a message
+/// would hide.
 pub fn finish(outcome: &Outcome, quit_failed: Option<String>, told: &Target) -> ExitCode {
+    let quit_failed = quit_failed.filter(|_| !outcome.app_failed());
     if let Some(why) = termination_message::message(outcome.reason(), quit_failed) {
         termination_message::write(told, &why);
     }
@@ -182,6 +191,16 @@ mod tests {
                 .unwrap()
                 .contains("signal 15")
         );
+    }
+
+    #[test]
+    fn only_an_app_that_ran_and_failed_is_a_failed_app() {
+        assert!(Outcome::Exited(3).app_failed());
+        assert!(Outcome::Killed(9).app_failed());
+        assert!(!Outcome::Exited(0).app_failed());
+        assert!(!Outcome::Interrupted(15).app_failed());
+        assert!(!Outcome::NotReady(String::new()).app_failed());
+        assert!(!Outcome::Failed(Error::NotFound("x".into())).app_failed());
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod quit;
 pub mod ready;
 pub mod reap;
 pub mod resolve;
+pub mod siblings;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;

@@ -40,8 +40,8 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
             Ok(exit::finish(&end, None, &told))
         }
         Task::QuitOnly => {
-            let Started(cfg, _relay, _channel) = start(&cli, &mut told)?;
-            let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0));
+            let Started(cfg, _relay, channel) = start(&cli, &mut told)?;
+            let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel);
             Ok(exit::finish(&Outcome::Exited(0), quit_failed, &told))
         }
         // Wait → run → quit → the app's status (SPEC §3–§5).
@@ -55,7 +55,7 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
                     .unwrap_or_else(Outcome::Failed),
             };
             outcome.log(cfg.has_sidecars());
-            let quit_failed = quit::after(&cfg.quit, &outcome);
+            let quit_failed = quit::after(&cfg.quit, &outcome, &channel);
             Ok(exit::finish(&outcome, quit_failed, &told))
         }
     }
@@ -72,7 +72,7 @@ fn start(cli: &Cli, told: &mut Target) -> Result<Started, ExitCode> {
     let signals = signals::register().map_err(|e| exit::fail(&e, told))?;
     let cfg = config::read(cli).map_err(|e| exit::fail(&e, told))?;
     *told = cfg.termination_log.clone();
-    quit::warn_about_ignored(&cfg.quit);
+    quit::prepare(&cfg.quit, &cli.task).map_err(|e| exit::fail(&e, told))?;
     let channel = event::channel();
     // The relay thread lives as long as the process: a handler may write until the end.
     let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| exit::fail(&e, told))?;

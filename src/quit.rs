@@ -5,7 +5,8 @@
 //! This module decides (`plan`) and runs the phase (`send`); `fanout` carries the
 //! generic POSTs, `sidecar` the Istio/Envoy route, `pilot_agent` the SIGINT found
 //! through `/proc`, `hints` the log lines and what a user can set when a known
-//! sidecar refuses.
+//! sidecar refuses. With several job containers (SPEC §9) `siblings` says whether
+//! this tandem is the one to stop the sidecars.
 
 mod fanout;
 mod hints;
@@ -14,9 +15,12 @@ mod sidecar;
 
 use std::time::{Duration, Instant};
 
+use crate::cli::Task;
 use crate::config::{PkillFallback, QuitConfig};
-use crate::exit::Outcome;
+use crate::event::Channel;
+use crate::exit::{Error, Outcome};
 use crate::http;
+use crate::siblings::{self, Turn};
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
 
@@ -50,15 +54,38 @@ struct QuitPlan {
 }
 
 /// The quit phase (SPEC §5): stops what `q` says after a run that ended as
-/// `outcome`; any non-zero exit status counts as a failure. Returns the first
-/// quit that failed (no answer, or a known sidecar's "not enabled"), in one
-/// line for the termination log (SPEC §7).
-pub fn after(q: &QuitConfig, outcome: &Outcome) -> Option<String> {
-    send(&plan(q, outcome.status() != 0), q.pkill_fallback, q.timeout)
+/// `outcome`; any non-zero exit status counts as a failure. With several job
+/// containers, only once all have finished, and only by the last (SPEC §9);
+/// `channel` brings a terminating signal that ends the wait for them. Returns the
+/// first quit that failed (no answer, a non-2xx answer of Istio/Envoy, a known
+/// sidecar's "not enabled"), in one line for the termination log (SPEC §7).
+pub fn after(q: &QuitConfig, outcome: &Outcome, channel: &Channel) -> Option<String> {
+    let mut failed = outcome.status() != 0;
+    if let Some(jobs) = &q.job_containers {
+        match siblings::finish(jobs, failed, channel) {
+            Ok(Turn::Last { any_failed }) => failed |= any_failed,
+            Ok(Turn::Others) => return None,
+            Err(line) => return Some(line),
+        }
+    }
+    send(&plan(q, failed), q.pkill_fallback, q.timeout)
+}
+
+/// What the quit phase needs before anything else starts: the settings that have
+/// no effect said once, and with several job containers, this container's place
+/// in the shared directory for the tasks that send quits (a failure to take it is
+/// a bad value, SPEC §9). `--wait-only` takes no place: it ends without
+/// recording, and would count as a container that vanished.
+pub fn prepare(q: &QuitConfig, task: &Task) -> Result<(), Error> {
+    warn_about_ignored(q);
+    match (&q.job_containers, task) {
+        (Some(jobs), Task::Run(..) | Task::QuitOnly) => siblings::join(jobs),
+        _ => Ok(()),
+    }
 }
 
 /// Settings that are valid but have no effect in this combination (as in scuttle).
-pub fn warn_about_ignored(q: &QuitConfig) {
+fn warn_about_ignored(q: &QuitConfig) {
     if q.envoy_configured {
         return;
     }

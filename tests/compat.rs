@@ -139,3 +139,53 @@ fn bad_values_of_honoured_compat_variables_are_usage_errors() {
         assert!(out.stderr.contains(var), "{}", out.dump());
     }
 }
+
+#[test]
+fn an_unknown_tandem_variable_gets_one_warning_with_the_name_it_probably_meant() {
+    let envoy = start(Script::envoy());
+    let out = run(
+        tandem_at(&envoy)
+            .env("TANDEM_MESHH", "istio")
+            .args(["sh", "-c", "exit 5"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(5), "the run goes on\n{}", out.dump());
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" tandem: warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.dump());
+    assert!(
+        warnings[0].ends_with(
+            "warning: unknown variable TANDEM_MESHH has no effect: did you mean TANDEM_MESH?"
+        ),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn tandem_variables_that_are_known_never_warn() {
+    let shared = crate::support::temp_dir("known-vars");
+    let out = run(
+        tandem()
+            .env("TANDEM_LOG", "info")
+            .env("TANDEM_LOG_FORMAT", "text")
+            .env("TANDEM_READY_URLS", "")
+            .env("TANDEM_MESH", "")
+            .env("TANDEM_POLL_MAX", "50ms")
+            .env("TANDEM_FORWARD_TO", "child")
+            .env("TANDEM_TERMINATION_LOG", "off")
+            .env("TANDEM_JOB_CONTAINERS", "only")
+            .env("TANDEM_CONTAINER_NAME", "only")
+            .env("TANDEM_SHARED_DIR", &shared)
+            // Set around tandem: the test harness, tandem-injector's own settings.
+            .env("TANDEM_TEST_ENVOY", "/envoy")
+            .env("TANDEM_INJECTOR_IMAGE", "example/tandem:1")
+            .args(["sh", "-c", "exit 0"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(!out.stderr.contains("warning"), "{}", out.dump());
+}

@@ -35,6 +35,8 @@ mod real_envoy;
 mod reaping;
 /// SECURITY.md's own checks: no shell, no proxies, install and symlinks, exact pilot-agent.
 mod security;
+/// Several job containers in one Pod: the last to finish stops the sidecars (SPEC §9).
+mod siblings;
 /// The dapr, vault and cloudsql presets; hints in the user's terms (SPEC §5, §6).
 mod sidecars;
 /// Relay of every catchable signal, group relay, signals while waiting (SPEC §3, §4).

@@ -277,9 +277,9 @@ fn app_inherits_environment_and_working_directory() {
     let out = run(
         tandem_at(&fake)
             .current_dir(&dir)
-            .env("TANDEM_TEST_VALUE", "two words\tand a tab")
+            .env("APP_TEST_VALUE", "two words\tand a tab")
             .args(["--log", "off", "sh", "-c"])
-            .arg("printf '%s|%s|%s' \"$TANDEM_TEST_VALUE\" \"$ENVOY_ADMIN_API\" \"$(pwd -P)\""),
+            .arg("printf '%s|%s|%s' \"$APP_TEST_VALUE\" \"$ENVOY_ADMIN_API\" \"$(pwd -P)\""),
         RUN_TIMEOUT,
     );
     assert_code(&out, 0);

@@ -117,6 +117,30 @@ fn a_failed_quit_names_the_host_contacted_not_one_after_an_at_in_the_query() {
 }
 
 #[test]
+fn a_failed_app_leaves_the_file_to_the_log_tail_even_when_a_quit_failed() {
+    // FallbackToLogsOnError shows the log's tail only while the file is empty.
+    let closed = format!("http://127.0.0.1:{}/quit", closed_port());
+    for (app, code) in [("exit 3", 3), ("kill -KILL $$", 128 + 9)] {
+        let path = log_path("app-failed");
+        let out = run(
+            tandem()
+                .env("TANDEM_TERMINATION_LOG", &path)
+                .env("GENERIC_QUIT_ENDPOINTS", &closed)
+                .env("QUIT_REQUEST_TIMEOUT", "300ms")
+                .args(["sh", "-c", app]),
+            RUN_TIMEOUT,
+        );
+        assert_eq!(out.code, Some(code), "{}", out.dump());
+        assert!(
+            out.stderr.contains(&format!("quit POST {closed} failed")),
+            "the failure is still an error line in the log\n{}",
+            out.dump()
+        );
+        assert!(!path.exists(), "{app}: {:?}", fs::read_to_string(&path));
+    }
+}
+
+#[test]
 fn a_bad_value_is_written_with_exit_64() {
     let path = log_path("64");
     let out = run(

@@ -180,6 +180,30 @@ pub const TERMINATION_LOG: Spec = Spec {
            (default /dev/termination-log if writable) [TANDEM_TERMINATION_LOG]",
     ..Spec::new("--termination-log", Kind::Value)
 };
+/// `--job-containers NAME[,NAME]`, repeatable.
+pub const JOB_CONTAINERS: Spec = Spec {
+    value: "NAME[,NAME]",
+    vars: &["TANDEM_JOB_CONTAINERS"],
+    help: "every job container of the Pod under tandem, this one\n\
+           included: the last to finish stops the sidecars\n\
+           [TANDEM_JOB_CONTAINERS]",
+    ..Spec::new("--job-containers", Kind::Repeated)
+};
+/// `--container-name NAME`
+pub const CONTAINER_NAME: Spec = Spec {
+    value: "NAME",
+    vars: &["TANDEM_CONTAINER_NAME"],
+    help: "this container's name in --job-containers [TANDEM_CONTAINER_NAME]",
+    ..Spec::new("--container-name", Kind::Value)
+};
+/// `--shared-dir DIR`
+pub const SHARED_DIR: Spec = Spec {
+    value: "DIR",
+    vars: &["TANDEM_SHARED_DIR"],
+    help: "a directory every job container mounts (an emptyDir)\n\
+           to record who has finished [TANDEM_SHARED_DIR]",
+    ..Spec::new("--shared-dir", Kind::Value)
+};
 /// `--wait-only`
 pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(&Task::WaitOnly));
 /// `--quit-only`
@@ -225,6 +249,9 @@ pub const OPTIONS: &[&Spec] = &[
     &POLL_MAX,
     &FORWARD_TO,
     &TERMINATION_LOG,
+    &JOB_CONTAINERS,
+    &CONTAINER_NAME,
+    &SHARED_DIR,
     &WAIT_ONLY,
     &QUIT_ONLY,
     &INSTALL_TO,

@@ -111,7 +111,7 @@ pub(super) fn text(name: &'static str, value: &OsString) -> Result<Found, Error>
 }
 
 /// The one shape of every bad-value message (SPEC §2).
-pub(super) fn invalid(name: &str, value: &str, expected: &str) -> Error {
+pub(crate) fn invalid(name: &str, value: &str, expected: &str) -> Error {
     Error::Usage(format!("invalid {name} {value:?}: expected {expected}"))
 }
 

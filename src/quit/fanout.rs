@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use super::hints::log_result;
+use super::hints::{Whose, log_result};
 use crate::deadline::{Jobs, run_by};
 use crate::http;
 
@@ -43,7 +43,7 @@ impl<'a> Fanout<'a> {
     /// Logs answers until all are in or `until` passes (`None`: until all are in).
     pub(super) fn collect(&mut self, until: Option<Instant>) {
         while let Some((i, result)) = self.requests.next_by(until) {
-            let failed = log_result(&self.urls[i], &result);
+            let failed = log_result(&self.urls[i], Whose::Generic, &result);
             self.failed = self.failed.take().or(failed);
         }
     }
@@ -51,7 +51,7 @@ impl<'a> Fanout<'a> {
     /// Logs every URL that never answered.
     pub(super) fn give_up(&mut self) {
         for i in self.requests.unanswered() {
-            let failed = log_result(&self.urls[i], &Err(no_answer()));
+            let failed = log_result(&self.urls[i], Whose::Generic, &Err(no_answer()));
             self.failed = self.failed.take().or(failed);
         }
     }
@@ -65,16 +65,17 @@ pub(super) fn no_answer() -> http::Failure {
     }
 }
 
-/// One quit request, logged; `Err` holds the failure line and whether no
-/// connection could be made.
+/// One quit request to `whose`, logged; `Err` holds the failure line and whether
+/// no connection could be made.
 pub(super) fn post_one(
     agent: &Agent,
     url: &str,
+    whose: Whose,
     deadline: Option<Instant>,
 ) -> Result<(), (String, bool)> {
     let result = request_by(agent, url, deadline);
     let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
-    match log_result(url, &result) {
+    match log_result(url, whose, &result) {
         Some(failed) => Err((failed, no_connection)),
         None => Ok(()),
     }

@@ -1,18 +1,50 @@
 //! The quit phase's log lines: one a request, an error for a quit that failed,
-//! with what the user sets when a known sidecar refuses (SPEC §6, §8).
+//! with what the user sets when a known sidecar refuses (SPEC §5.3, §6, §8).
 
 use crate::http;
 use log::Level;
 
-/// Logs one quit result; a failed quit (no answer, or a known sidecar's "not
-/// enabled") is an error, since the Pod will not complete (SPEC §8), and its
-/// line is returned.
-pub(super) fn log_result(url: &str, result: &Result<u16, http::Failure>) -> Option<String> {
+/// Whose quit a result answers: what a non-2xx answer means depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Whose {
+    /// A generic endpoint: any answer counts as sent (scuttle's rule), but a known
+    /// sidecar's "not enabled".
+    Generic,
+    /// pilot-agent's `/quitquitquit`.
+    PilotAgent,
+    /// `ENVOY_KILL_API`, POSTed as given.
+    EnvoyKill,
+    /// Envoy's own admin `/quitquitquit`.
+    EnvoyAdmin,
+}
+
+/// Logs one quit result and returns its line when the quit failed: no answer, a
+/// known sidecar's "not enabled", or Istio/Envoy answering anything but 2xx (it
+/// did not agree to stop). A failed quit is an error, since the Pod will not
+/// complete (SPEC §8); a generic endpoint's non-2xx answer is a warning.
+pub(super) fn log_result(
+    url: &str,
+    whose: Whose,
+    result: &Result<u16, http::Failure>,
+) -> Option<String> {
     let shown = crate::config::url::redact(url);
-    let (line, failed) = match result {
-        Ok(status) => match not_enabled_hint(url, *status) {
-            Some(hint) => (format!("quit POST {shown}: {status} ({hint})"), true),
-            None => (format!("quit POST {shown}: {status}"), false),
+    let (line, level) = match result {
+        Ok(status) if (200..300).contains(status) => {
+            (format!("quit POST {shown}: {status}"), Level::Info)
+        }
+        Ok(status) => match (whose, not_enabled_hint(url, *status)) {
+            (Whose::Generic, Some(hint)) => (
+                format!("quit POST {shown}: {status} ({hint})"),
+                Level::Error,
+            ),
+            (Whose::Generic, None) => (format!("quit POST {shown}: {status}"), Level::Warn),
+            (sidecar, _) => (
+                format!(
+                    "quit POST {shown}: {status} ({})",
+                    refusal(sidecar, *status)
+                ),
+                Level::Error,
+            ),
         },
         Err(failure) => {
             let mut line = format!("quit POST {shown} failed: {}", failure.what);
@@ -21,17 +53,40 @@ pub(super) fn log_result(url: &str, result: &Result<u16, http::Failure>) -> Opti
                 line.push_str(hint);
                 line.push(')');
             }
-            (line, true)
+            (line, Level::Error)
         }
     };
-    let level = if failed { Level::Error } else { Level::Info };
     match result {
         Ok(status) => log::log!(level, url = shown.as_str(), status = *status; "{line}"),
         Err(failure) => {
             log::log!(level, url = shown.as_str(), error = failure.what.as_str(); "{line}")
         }
     }
-    failed.then_some(line)
+    (level == Level::Error).then_some(line)
+}
+
+/// What a non-2xx answer to Istio/Envoy's quit means, with what to check where
+/// the answer says it (pilot-agent refuses a request from off the Pod with 403;
+/// 404 means nothing serves `/quitquitquit` at that address).
+fn refusal(whose: Whose, status: u16) -> String {
+    let (who, hint) = match (whose, status) {
+        (Whose::PilotAgent, 403) => (
+            "pilot-agent",
+            "; it takes /quitquitquit only from localhost: ISTIO_QUIT_API must be a loopback URL",
+        ),
+        (Whose::PilotAgent, 404) => (
+            "pilot-agent",
+            "; is ISTIO_QUIT_API pilot-agent's status port (15020), not 15021 or 15000?",
+        ),
+        (Whose::PilotAgent, _) => ("pilot-agent", ""),
+        (Whose::EnvoyKill, 404) => (
+            "Envoy",
+            "; ENVOY_KILL_API is POSTed as given: the admin URL with /quitquitquit",
+        ),
+        (Whose::EnvoyAdmin, 404) => ("Envoy", "; is ENVOY_ADMIN_API Envoy's admin address?"),
+        _ => ("Envoy", ""),
+    };
+    format!("not 2xx: {who} did not agree to stop{hint}")
 }
 
 /// What the user sets when a known sidecar answers its quit with "not enabled"
@@ -73,6 +128,27 @@ fn path_of(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_2xx_answer_fails_the_istio_envoy_quit_and_not_a_generic_one() {
+        let url = "http://127.0.0.1:15020/quitquitquit";
+        for status in [500, 503, 404, 302, 403] {
+            for whose in [Whose::PilotAgent, Whose::EnvoyKill, Whose::EnvoyAdmin] {
+                let line = log_result(url, whose, &Ok(status)).unwrap_or_default();
+                assert!(
+                    line.contains(&format!(": {status} (not 2xx: ")),
+                    "{whose:?} {line}"
+                );
+            }
+            assert_eq!(log_result(url, Whose::Generic, &Ok(status)), None);
+        }
+        for whose in [Whose::Generic, Whose::PilotAgent, Whose::EnvoyAdmin] {
+            assert_eq!(log_result(url, whose, &Ok(200)), None);
+            assert_eq!(log_result(url, whose, &Ok(204)), None);
+        }
+        let line = log_result(url, Whose::PilotAgent, &Ok(404)).unwrap_or_default();
+        assert!(line.contains("status port (15020)"), "{line}");
+    }
 
     #[test]
     fn hints_name_what_the_user_sets_for_known_sidecars_only() {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ureq::Agent;
 
 use super::fanout::{no_answer, post_one};
-use super::hints::log_result;
+use super::hints::{Whose, log_result};
 use super::{SidecarStop, pilot_agent};
 use crate::config::PkillFallback;
 use crate::deadline::run_by;
@@ -43,11 +43,20 @@ pub(super) fn stop_sidecar_by(
     let stopping = move || stop_sidecar(&agent, &owned, fallback, post_deadline);
     match run_by("quit", deadline, stopping) {
         Some(failed) => failed,
-        None => log_result(stop.url(), &Err(no_answer())),
+        None => log_result(stop.url(), stop.whose(), &Err(no_answer())),
     }
 }
 
 impl SidecarStop {
+    /// Whose quit this route's POST is.
+    fn whose(&self) -> Whose {
+        match self {
+            SidecarStop::PilotAgent(_) => Whose::PilotAgent,
+            SidecarStop::EnvoyKill(_) => Whose::EnvoyKill,
+            SidecarStop::SignalElseAdmin(_) => Whose::EnvoyAdmin,
+        }
+    }
+
     /// The URL this route POSTs to (or falls back to).
     fn url(&self) -> &str {
         match self {
@@ -59,17 +68,22 @@ impl SidecarStop {
 }
 
 /// Istio/Envoy's quit through the route `plan` chose (SPEC §5.2); the failure
-/// line when it failed.
+/// line when it failed: no answer, or any answer but 2xx (SPEC §5.3). After a
+/// pilot-agent POST that got no connection, or that failed in any way with
+/// `ISTIO_FALLBACK_PKILL=true`, a visible pilot-agent gets SIGINT.
 fn stop_sidecar(
     agent: &Agent,
     stop: &SidecarStop,
     fallback: PkillFallback,
     deadline: Option<Instant>,
 ) -> Option<String> {
+    let whose = stop.whose();
     match stop {
-        SidecarStop::EnvoyKill(url) => post_one(agent, url, deadline).err().map(|(line, _)| line),
+        SidecarStop::EnvoyKill(url) => post_one(agent, url, whose, deadline)
+            .err()
+            .map(|(line, _)| line),
         SidecarStop::PilotAgent(url) => {
-            let (failed, no_connection) = post_one(agent, url, deadline).err()?;
+            let (failed, no_connection) = post_one(agent, url, whose, deadline).err()?;
             let signal = match fallback {
                 PkillFallback::OnRefused => no_connection,
                 PkillFallback::OnAnyFailure => true,
@@ -82,7 +96,9 @@ fn stop_sidecar(
             if fallback != PkillFallback::Never && pilot_agent::interrupt_all() {
                 None
             } else {
-                post_one(agent, url, deadline).err().map(|(line, _)| line)
+                post_one(agent, url, whose, deadline)
+                    .err()
+                    .map(|(line, _)| line)
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The relay thread: it waits on signal-hook's pipe and sends each signal where
-//! it goes right now — to the main thread while it waits, to the app while it
-//! runs, nowhere once the app is reaped (a reaped pid may be reused).
+//! it goes right now — to the main thread while no app runs (before it, and after
+//! it is reaped: a reaped pid may be reused), to the app while it runs.
 
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
@@ -31,7 +31,9 @@ enum Target {
         /// tandem does job control: on SIGCONT, pass the foreground on to the app.
         job: Option<JobControl>,
     },
-    /// The app has been reaped: relaying could hit a reused pid.
+    /// The app has been reaped: relaying could hit a reused pid, so the main thread
+    /// is told instead (a tandem waiting for the other job containers ends on a
+    /// terminating signal, SPEC §9).
     Done,
 }
 
@@ -151,11 +153,10 @@ fn wake_up(read: &mut UnixStream) -> io::Result<bool> {
 
 fn relay_one(target: &Target, sig: i32, events: &Sender) {
     match *target {
-        Target::Waiting => {
+        Target::Waiting | Target::Done => {
             let _ = events.send(Event::Signal(sig));
         }
         Target::Running { pid, group, job } => deliver(pid, group, job, sig),
-        Target::Done => {}
     }
 }
 

@@ -6,10 +6,18 @@ local scratch images (IMAGES below), adds the sidecar the mesh's injector would 
 (a real Envoy for Istio; the fake sidecar standing in where no real binary can be
 had), runs the Pod, and checks that it completes: the job container exits with the
 app's status (3), every sidecar container has exited 0 (told to quit, not killed),
-within a bound. A control Pod runs the same Istio Job without tandem: its sidecar
-must still be running when the others are done, so this test can fail. A signal
-case stops the job container while the app runs: the app must see SIGTERM through
-tandem, and the sidecars must quit.
+within a bound. The job containers run as the manifests' securityContext asks (not
+root, read-only root filesystem, no capabilities, no privilege escalation): the app
+says how it runs and that its orphan came back to tandem and was reaped, and the
+test checks both; each container gets a /dev/termination-log as the kubelet makes
+it, which must hold tandem's reason when tandem ended the run, and nothing else.
+A control Pod runs the same Istio Job without tandem: its sidecar must still be
+running when the others are done, so this test can fail. A signal case stops the
+job container while the app runs: the app must see SIGTERM through tandem, and the
+sidecars must quit.
+A Pod with two job containers of different lengths around the real Envoy
+(SPEC §9) shows the mesh outliving the first and stopping after the second, quit
+once.
 
 Usage: pods.py [--demo] TANDEM FAKE_SIDECAR ENVOY
   TANDEM and FAKE_SIDECAR: static musl builds; ENVOY: the pinned Envoy (glibc,
@@ -49,6 +57,8 @@ APP_STARTS_WITHIN = 60.0
 CONTROL_STUCK_FOR = 10.0
 # podman stop's grace before SIGKILL: the signal case fails if it is reached.
 STOP_GRACE = 30
+# How much longer than migrate's (1s) report's app runs in the two-jobs Pod.
+TWO_JOBS_LONGER = 8
 
 # The manifests' images and what runs in their place (keys of the local images).
 IMAGES = {
@@ -56,7 +66,7 @@ IMAGES = {
     "registry.example.com/migrate:1.0": "job",
     "registry.example.com/report:1.0": "job",
     "registry.example.com/myjob-distroless:1.0": "job-distroless",
-    "registry.example.com/tandem:0.1.0": "tandem",
+    "ghcr.io/tandem-sidecar/tandem:0.1.0": "tandem",
     "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.3": "cloud-sql-proxy",
     "envoyproxy/envoy:v1.40.0": "envoy",
 }
@@ -318,15 +328,25 @@ def injected(meta, image):
     return sidecars
 
 
-def make_pod(podman, name, manifest, images=None, without_tandem=False):
+def runs_tandem(container):
+    """Whether a manifest's container runs tandem (a job container)."""
+    command = container.get("command") or []
+    return bool(command) and os.path.basename(command[0]) == "tandem"
+
+
+def make_pod(podman, name, manifest, images=None, without_tandem=False, app_env=None):
     """The Pod for MANIFEST's template: local images, the injected sidecars,
     `imagePullPolicy: Never` (nothing is pulled). IMAGES overrides the mapping;
-    WITHOUT_TANDEM runs the job container's command after `--` directly."""
+    WITHOUT_TANDEM runs the job container's command after `--` directly;
+    APP_ENV adds variables to the app of each job container named in it."""
     template = copy.deepcopy(pod_template(manifest))
     meta = template.get("metadata") or {}
     spec = template["spec"]
     mapping = dict(IMAGES, **(images or {}))
-    jobs = [c["name"] for c in spec["containers"]]
+    jobs = [c["name"] for c in spec["containers"] if runs_tandem(c)]
+    for c in spec["containers"]:
+        extra = (app_env or {}).get(c["name"], {})
+        c.setdefault("env", []).extend({"name": k, "value": v} for k, v in extra.items())
     for c in spec.get("initContainers", []) + spec["containers"]:
         if c["image"] not in mapping:
             raise Failed(f"{manifest}: no local image for {c['image']} (pods.py IMAGES)")
@@ -346,24 +366,90 @@ def make_pod(podman, name, manifest, images=None, without_tandem=False):
         },
         "spec": spec,
     }
-    # The first container is the job, as in every manifest; the rest are sidecars
-    # (the Cloud SQL proxy is one, though written in the manifest).
-    return pod, jobs[0]
+    # The containers that run tandem are the jobs; the rest are sidecars (the Cloud
+    # SQL proxy is one, though written in the manifest).
+    return pod, jobs
+
+
+def mount_termination_logs(spec, directory):
+    """What the kubelet does for every container: an empty file on the node, mode
+    0666 so that any user can write it, mounted at /dev/termination-log (podman
+    mounts none). Returns {container name: the file}."""
+    directory.mkdir(parents=True)
+    files = {}
+    for c in spec.get("initContainers", []) + spec["containers"]:
+        path = directory / c["name"]
+        path.touch()
+        path.chmod(0o666)
+        volume = f"termination-log-{c['name']}"
+        spec.setdefault("volumes", []).append(
+            {"name": volume, "hostPath": {"path": str(path), "type": "File"}})
+        c.setdefault("volumeMounts", []).append(
+            {"name": volume, "mountPath": "/dev/termination-log"})
+        files[c["name"]] = path
+    return files
+
+
+# The app's line on how it runs (bin/app.sh).
+RUNS_AS = re.compile(
+    r"^app: as uid (\d+), root filesystem (\w+), CapBnd ([0-9a-f]+), NoNewPrivs (\d)$", re.M)
+
+
+def check_restricted(case, log):
+    """The job ran as the examples' securityContext asks: not root, on a read-only
+    root filesystem, with no capabilities and no_new_privs (podman applies
+    runAsUser/runAsGroup, readOnlyRootFilesystem, capabilities and
+    allowPrivilegeEscalation; not runAsNonRoot, hence the uid check); and its
+    orphan came back to tandem, which reaped it."""
+    found = RUNS_AS.search(log)
+    if not found:
+        raise Failed(f"{case.key}: the app did not say how it runs")
+    uid, root, bounding, no_new_privs = found.groups()
+    wrong = [what for what, bad in (
+        ("as root", uid == "0"),
+        (f"on a root filesystem mounted {root}", root != "ro"),
+        ("with capabilities", int(bounding, 16) != 0),
+        ("without no_new_privs", no_new_privs != "1"),
+    ) if bad]
+    if wrong:
+        raise Failed(f"{case.key}: the job ran {', '.join(wrong)}: {found.group(0)}")
+    for pattern in (r"^app: orphan \d+ re-parented to tandem", r"^app: orphan \d+ reaped$"):
+        if not re.search(pattern, log, re.M):
+            raise Failed(f"{case.key}: the job's log has no line like {pattern!r}")
+
+
+def check_termination_log(case):
+    """/dev/termination-log holds tandem's reason when it ended the run itself, and
+    nothing when the app's status tells all (SPEC §7)."""
+    text = case.termination_logs[case.job].read_text()
+    if case.message is None and text:
+        raise Failed(f"{case.key}: termination message {text!r}, though the app ran")
+    if case.message is not None and case.message not in text:
+        raise Failed(f"{case.key}: termination message {text!r}, not {case.message!r}")
 
 
 class Case:
     """One Pod of the run and what it must do."""
 
-    def __init__(self, podman, work, key, manifest, what, waits=True, **pod_args):
+    def __init__(self, podman, work, key, manifest, what, waits=True, code=3, message=None,
+                 share_pids=False, **pod_args):
         self.key = key
         # Whether tandem has something to wait for (the vault preset has not).
         self.waits = waits
         self.manifest = manifest
         self.what = what
         self.name = f"tandem-{key}-{podman.run_id}"
-        self.pod, self.job = make_pod(podman, self.name, manifest, **pod_args)
+        self.pod, self.jobs = make_pod(podman, self.name, manifest, **pod_args)
+        # The first job container, the only one but in the several-jobs case.
+        self.job = self.jobs[0]
+        # How the job container must end: its status and, when tandem ended the
+        # run itself (the app never ran), what its termination message says.
+        self.code, self.message = code, message
+        if share_pids:
+            self.pod["spec"]["shareProcessNamespace"] = True
+        self.termination_logs = mount_termination_logs(self.pod["spec"], work / "logs" / key)
         self.sidecars = [
-            c["name"] for c in self.pod["spec"]["containers"] if c["name"] != self.job
+            c["name"] for c in self.pod["spec"]["containers"] if c["name"] not in self.jobs
         ]
         self.file = work / f"{key}.yaml"
         self.file.write_text(yaml.safe_dump(self.pod, sort_keys=False))
@@ -405,22 +491,28 @@ def wait_for(predicate, within, what):
 
 
 def check_completed(case, app_code, expect_in_log=()):
-    """The job container exited with the app's status after tandem saw the sidecars
-    ready; every sidecar exited 0."""
+    """The job container exited with the app's status (or tandem's, for an app that
+    never ran) after tandem saw the sidecars ready, as a non-root user with the
+    termination message SPEC §7 asks; every sidecar exited 0."""
     states = case.state()
     state, code = states.get(case.job, ("missing", None))
     log = case.log()
     if code != app_code:
         raise Failed(f"{case.key}: the job container exited {code}, not the app's {app_code}")
     ready = ("tandem: sidecars ready",) if case.waits else ()
-    for line in ready + ("app: ",) + tuple(expect_in_log):
+    ran = ("app: ",) if case.message is None else ()
+    for line in ready + ran + tuple(expect_in_log):
         if line not in log:
             raise Failed(f"{case.key}: the job's log has no {line!r}")
+    if ran:
+        check_restricted(case, log)
+    check_termination_log(case)
     for sidecar in case.sidecars:
         state, code = states.get(sidecar, ("missing", None))
         if state != "exited" or code != 0:
             raise Failed(f"{case.key}: sidecar {sidecar} is {state}, exit {code}, not exited 0")
-    started = [line for line in log.splitlines() if line.startswith("app: ")][0]
+    started = next((line for line in log.splitlines() if line.startswith("app: ")),
+                   f"termination message: {case.message}")
     say(f"ok: {case.key} ({case.what}): job exited {app_code}, "
         f"{', '.join(case.sidecars)} exited 0; {started}")
 
@@ -446,13 +538,29 @@ def cases(podman, work):
         Case(podman, work, "vault", "vault-agent-job.yaml",
              "the vault preset (fake agent; no readiness, quit retried until it listens)",
              waits=False),
+        # tandem not PID 1 (the Pod shares its process namespace, catatonit is):
+        # the app's orphan comes back to it as child subreaper, a non-root prctl.
+        Case(podman, work, "subreaper", "linkerd-job.yaml",
+             "shareProcessNamespace: tandem is a subreaper, not PID 1", share_pids=True),
+        # A job image without the command: tandem (installed by the init container)
+        # exits 127, writes why to the kubelet's termination log, quits the sidecar.
+        Case(podman, work, "not-found", "distroless-init-container.yaml",
+             "the job image lacks the command: 127, the reason in the termination log",
+             images={"registry.example.com/myjob-distroless:1.0": "tandem"},
+             code=127, message="/app/myjob: command not found"),
     ]
     control = Case(podman, work, "control", "istio-job.yaml",
                    "the Istio Job without tandem", without_tandem=True)
     term = Case(podman, work, "signal", "istio-job.yaml",
                 "podman stop on the job container while the app runs",
                 images={"registry.example.com/myjob:1.0": "job-term"})
-    return done, control, term
+    two = Case(podman, work, "two-jobs", "istio-two-job-containers.yaml",
+               "two job containers: migrate (1s, exits 0) and report (8s, exits 3)",
+               app_env={
+                   "migrate": {"APP_SECONDS": "1", "APP_CODE": "0"},
+                   "report": {"APP_SECONDS": str(TWO_JOBS_LONGER), "APP_CODE": "3"},
+               })
+    return done, control, term, two
 
 
 def show_ps(podman, case):
@@ -470,24 +578,63 @@ def show_ps(podman, case):
             print(f"  {line}", file=sys.stderr)
 
 
+def check_two_jobs_running(case):
+    """While report runs: migrate's app is done, and tandem left the sidecar to
+    report (it waits), with istio-proxy and report still running."""
+    wait_for(lambda: "app: done, exiting 0" in case.log("migrate"), COMPLETE_WITHIN,
+             "two-jobs: migrate's app finished")
+    wait_for(lambda: "still running: report" in case.log("migrate"), APP_STARTS_WITHIN,
+             "two-jobs: migrate's tandem left the sidecars to report")
+    states = case.state()
+    for container in ("istio-proxy", "report"):
+        if states.get(container, ("missing",))[0] != "running":
+            raise Failed(f"two-jobs: {container} is {states.get(container)} after migrate "
+                         "finished: the first to finish stopped the mesh")
+    say("ok: two-jobs: migrate's app finished, istio-proxy and report still running")
+
+
+def check_two_jobs_completed(case):
+    """Each job container exited with its app's status, the sidecar exited 0
+    after report finished, report still saw the mesh at its end, and only
+    report's tandem sent the quit, once."""
+    states = case.state()
+    codes = {c: states.get(c, ("missing", None))[1] for c in case.jobs + case.sidecars}
+    if codes != {"migrate": 0, "report": 3, "istio-proxy": 0}:
+        raise Failed(f"two-jobs: exit codes {codes}, not migrate 0, report 3, istio-proxy 0")
+    migrate, report = case.log("migrate"), case.log("report")
+    # Envoy's admin (15000) still listened when report's app ended, seconds after
+    # migrate's: the mesh outlived the first job container.
+    end = [line for line in report.splitlines() if "listening in the Pod now:" in line]
+    if not end or "15000" not in end[0].split():
+        raise Failed(f"two-jobs: report's app did not see the mesh at its end: {end}")
+    quits = [line for line in (migrate + report).splitlines() if "quit POST" in line]
+    if len(quits) != 1 or quits[0] not in report or ": 200" not in quits[0]:
+        raise Failed(f"two-jobs: expected one quit, from report, answered 200: {quits}")
+    say(f"ok: two-jobs ({case.what}): migrate exited 0 and waited, report exited 3 after "
+        f"{end[0].split('ran ')[1].split(';')[0]} with Envoy still up and sent the one quit; "
+        "istio-proxy exited 0")
+
+
 def test(podman, work):
     """The test: every case, the control and the signal case, all Pods at once."""
-    done, control, term = cases(podman, work)
+    done, control, term, two = cases(podman, work)
     started = time.monotonic()
-    for case in done + [control, term]:
+    for case in done + [control, term, two]:
         case.play()
-    say(f"{len(done) + 2} Pods playing; each must complete within {COMPLETE_WITHIN:.0f}s")
+    say(f"{len(done) + 3} Pods playing; each must complete within {COMPLETE_WITHIN:.0f}s")
     try:
+        check_two_jobs_running(two)
         wait_for(lambda: "running until SIGTERM" in term.log(), APP_STARTS_WITHIN,
                  "the signal case's app started")
         say(f"signal: podman stop {term.name}-{term.job} (SIGTERM, SIGKILL after {STOP_GRACE}s)")
         podman("stop", "-t", str(STOP_GRACE), f"{term.name}-{term.job}")
-        for case in done + [term]:
+        for case in done + [term, two]:
             wait_for(case.done, COMPLETE_WITHIN - (time.monotonic() - started),
                      f"{case.key}: every container of the Pod exited")
+        check_two_jobs_completed(two)
         check_completed(term, 42, ["app: got SIGTERM"])
         for case in done:
-            check_completed(case, 3)
+            check_completed(case, case.code)
         wait_for(lambda: control.state()[control.job][0] == "exited", COMPLETE_WITHIN,
                  "control: the job container (no tandem) exited")
         stuck_from = time.monotonic()
@@ -500,16 +647,16 @@ def test(podman, work):
         say(f"ok: control (the Istio Job without tandem): job exited {code}, istio-proxy "
             f"still running {time.monotonic() - stuck_from:.0f}s later: the Pod never completes")
     except Failed:
-        for case in done + [control, term]:
+        for case in done + [control, term, two]:
             say(f"{case.key}:")
             case.dump()
         raise
-    say(f"all {len(done) + 2} Pods as expected in {time.monotonic() - started:.1f}s")
+    say(f"all {len(done) + 3} Pods as expected in {time.monotonic() - started:.1f}s")
 
 
 def demo(podman, work):
     """The story for a person: the Pod stuck without tandem, then completing with it."""
-    _, control, _ = cases(podman, work)
+    _, control, _, _ = cases(podman, work)
     with_tandem = Case(podman, work, "with-tandem", "istio-job.yaml", "the Istio Job")
     job = control.pod["spec"]["containers"][0]
     print("\n1. examples/k8s/istio-job.yaml WITHOUT tandem: the job container runs\n"

@@ -2,8 +2,8 @@
 //! loopback, one file per behaviour: which sidecar gets which quit request and
 //! what is logged ([`targets`]), generic endpoints and the `QUIT_REQUEST_TIMEOUT`
 //! bound ([`generic`]), the `NEVER_KILL_*` / `GENERIC_QUIT_ONLY` / failure
-//! policies and quits after an abandoned wait ([`policies`]), and the pilot-agent
-//! SIGINT fallback ([`pilot_agent`]).
+//! policies and quits after an abandoned wait ([`policies`]), the pilot-agent
+//! SIGINT fallback ([`pilot_agent`]), and quits the sidecar refused ([`refusals`]).
 //!
 //! tandem SIGINTs a visible process named `pilot-agent` instead of POSTing a plain
 //! Envoy admin (SPEC §5.2), so a test that expects that POST first checks
@@ -16,6 +16,8 @@ mod generic;
 mod pilot_agent;
 /// Never, generic-only and failure policies; quits after an abandoned wait (SPEC §2, §3, §5).
 mod policies;
+/// Non-2xx answers: a failed Istio/Envoy quit, a generic endpoint's warning (SPEC §5.3).
+mod refusals;
 /// Which sidecar gets the quit, locality, logged results, redirects (SPEC §5.1–§5.3).
 mod targets;
 

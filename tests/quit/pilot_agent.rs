@@ -4,7 +4,7 @@
 
 use super::posts;
 use crate::support::{
-    Fault, Out, RUN_TIMEOUT, Script, closed_port, default_signals, in_new_pid_namespace,
+    FakeAdmin, Fault, Out, RUN_TIMEOUT, Script, closed_port, default_signals, in_new_pid_namespace,
     no_real_pilot_agent, pid_namespace_available, run, spawn, start, state, tandem_at, temp_dir,
     wait_until,
 };
@@ -290,4 +290,51 @@ fn istio_fallback_pkill_false_never_signals_pilot_agent() {
     let dump = out.dump_with(&[&envoy]);
     assert_eq!(agent, AgentEnd::LeftRunning, "{dump}");
     assert!(!out.stderr.contains("sent SIGINT"), "{dump}");
+}
+
+/// A pilot-agent that answers its quit with `status`, and the environment of a
+/// tandem that quits Istio through it, with `ISTIO_FALLBACK_PKILL` if given.
+fn refusing_pilot_agent(
+    status: u16,
+    fallback: Option<&str>,
+) -> (FakeAdmin, FakeAdmin, Vec<(&'static str, String)>) {
+    let envoy = start(Script::envoy());
+    let pilot = start(Script::pilot_agent().status_override("/quitquitquit", status));
+    let mut env = vec![
+        ("ENVOY_ADMIN_API", envoy.url()),
+        ("ISTIO_QUIT_API", pilot.url()),
+    ];
+    env.extend(fallback.map(|value| ("ISTIO_FALLBACK_PKILL", value.to_owned())));
+    (envoy, pilot, env)
+}
+
+#[test]
+fn istio_fallback_pkill_true_signals_pilot_agent_when_its_quit_answers_503() {
+    let (envoy, pilot, env) = refusing_pilot_agent(503, Some("true"));
+    let Some((out, agent, pid)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
+    let dump = out.dump_with(&[&envoy, &pilot]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert_eq!(posts(&pilot, "/quitquitquit"), 1, "{dump}");
+    assert!(out.stderr.contains(": 503 (not 2xx"), "{dump}");
+    assert_eq!(agent, AgentEnd::Interrupted, "{dump}");
+    let sent = format!("sent SIGINT to pilot-agent (pid {pid})");
+    assert!(out.stderr.contains(&sent), "expected {sent:?}\n{dump}");
+}
+
+#[test]
+fn a_503_without_istio_fallback_pkill_is_a_failed_quit_and_no_signal() {
+    // The default falls back only when pilot-agent cannot be reached at all.
+    let (envoy, pilot, env) = refusing_pilot_agent(503, None);
+    let Some((out, agent, _)) = run_beside_pilot_agent(&env, 0) else {
+        return;
+    };
+    let dump = out.dump_with(&[&envoy, &pilot]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    assert!(
+        out.stderr.contains("error: quit POST") && out.stderr.contains(": 503 (not 2xx"),
+        "{dump}"
+    );
+    assert_eq!(agent, AgentEnd::LeftRunning, "{dump}");
 }

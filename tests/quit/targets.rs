@@ -258,6 +258,9 @@ fn every_quit_result_is_logged_with_its_status_or_error() {
             "expected a line ending in {expected:?}\n{dump}"
         );
     }
+    // A generic endpoint's 500 counts as sent: a warning, not an error (SPEC §5.3).
+    let broken = format!("warning: quit POST {}/broken: 500", broken.url());
+    assert!(lines.iter().any(|line| line.contains(&broken)), "{dump}");
 }
 
 #[test]

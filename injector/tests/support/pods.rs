@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 /// The Job's uid, in its Pods' labels and owner reference.
 pub const JOB_UID: &str = "4c1e9a9e-3f1f-4d2a-9a43-7b2f4f0b1a11";
 /// The image the injector is started with in the tests.
-pub const TANDEM_IMAGE: &str = "registry.example.com/tandem:0.1.0";
+pub const TANDEM_IMAGE: &str = "ghcr.io/tandem-sidecar/tandem:0.1.0";
 /// A job image without tandem in it: the injector must bring it.
 pub const JOB_IMAGE: &str = "registry.example.com/myjob-distroless:1.0";
 /// The image the Istio injector gives istio-proxy.

@@ -1,0 +1,334 @@
+//! Several job containers in one Pod (SPEC §9): each tandem records in a shared
+//! directory that its container has finished, and only the last one decides the
+//! quit requests, so the first to finish never cuts the mesh under the others.
+//!
+//! Liveness comes from the kernel, not from timers: each tandem holds an exclusive
+//! `flock` on `NAME.alive` from `join` until its process ends, however it ends. A
+//! listed container whose `NAME.alive` exists but is unlocked started and vanished
+//! without recording (its tandem was killed outright): it counts as finished, and
+//! as failed. One without `NAME.alive` has not started yet and is waited for.
+//! Recording and deciding happen under one lock on the directory (`tandem.lock`),
+//! so of several tandems finishing at once exactly one sees everyone finished; it
+//! claims the decision in `quit.claimed`, which tells the others it is taken.
+//!
+//! A tandem that finishes while others run stays and waits for them, asleep in the
+//! kernel (`watch`): on a running one's lock, or for a not-started one's
+//! `NAME.alive` to appear. So a sibling killed after it finished still has the
+//! sidecars stopped by whoever is left. A container that runs again (restartPolicy
+//! OnFailure) joins again: its `NAME.done` and the claim go, and the quits are
+//! decided anew once all have finished.
+
+mod watch;
+
+use std::fs::{self, File, OpenOptions, Permissions, TryLockError};
+use std::io::{self, ErrorKind, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::config::{JobContainers, invalid};
+use crate::event::Channel;
+use crate::exit::Error;
+use watch::{Arrivals, Woken};
+
+/// The lock every tandem takes to record and decide.
+const DIR_LOCK: &str = "tandem.lock";
+/// Made by the one tandem that decides the quits; holds its container's name.
+const CLAIMED: &str = "quit.claimed";
+/// What a `.done` file says when the container's app failed.
+const FAILED: &[u8] = b"failed\n";
+/// What a `.done` file says when the container's app succeeded.
+const SUCCEEDED: &[u8] = b"succeeded\n";
+
+/// This process's `NAME.alive`, locked from `join` to the end of the process: only
+/// the kernel lets go of it, when the process is gone.
+static ALIVE: OnceLock<File> = OnceLock::new();
+
+/// Whose turn it is to stop the sidecars, once this container's app has ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Every listed container has finished and this tandem decides the quits.
+    /// `any_failed`: one of them failed or vanished (the failure policy of SPEC
+    /// §5 then applies).
+    Last {
+        /// A listed container failed, or vanished without recording.
+        any_failed: bool,
+    },
+    /// Another tandem decides them (it has, or it will: this one stopped waiting).
+    Others,
+}
+
+/// Marks this container as started and not finished, before tandem waits for the
+/// sidecars: from here on a container that finishes earlier waits for this one. A
+/// directory that cannot be used, or a name that another running tandem holds,
+/// is a bad value (SPEC §9).
+pub fn join(jobs: &JobContainers) -> Result<(), Error> {
+    let alive = enter(&jobs.dir, &jobs.me).map_err(|e| {
+        if e.kind() == ErrorKind::AlreadyExists {
+            let expected = format!("a name no other running tandem has in {}", jobs.dir_from);
+            invalid(jobs.me_from, &jobs.me, &expected)
+        } else {
+            let expected = format!("a directory this container can write ({e})");
+            invalid(jobs.dir_from, &jobs.dir.display().to_string(), &expected)
+        }
+    })?;
+    // A second join in one process (there is none) would keep the first lock.
+    let _ = ALIVE.set(alive);
+    Ok(())
+}
+
+/// Records that this container's app ended (`failed`: a non-zero status or a
+/// signal) and, while others still run, waits until all have finished (SPEC §9).
+/// `Err` is the line that says why this tandem could not take part, already
+/// logged; it leaves the sidecars to the others then.
+pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<Turn, String> {
+    let cannot = |e: io::Error| {
+        let line = format!(
+            "cannot use {} {}: {e}: leaving the sidecars to the other job containers",
+            jobs.dir_from,
+            jobs.dir.display()
+        );
+        log::error!("{line}");
+        line
+    };
+    let verdict = if failed { FAILED } else { SUCCEEDED };
+    let mut record = Some(verdict);
+    let mut arrivals: Option<Arrivals> = None;
+    let mut told = false;
+    loop {
+        let roll = match call_roll(jobs, record.take()).map_err(cannot)? {
+            Called::Decided(turn) => return Ok(turn),
+            Called::Waiting(roll) => roll,
+        };
+        if !told {
+            roll.tell_leaving();
+            told = true;
+        }
+        let woken = if let Some(running) = roll.running.first() {
+            log::debug!("waiting for {running} to end");
+            watch::until_gone(jobs.dir.join(format!("{running}.alive")), channel)
+        } else if let Some(arrivals) = &arrivals {
+            log::debug!("waiting for {} to start", names(&roll.not_started));
+            arrivals.next(channel)
+        } else {
+            // Watch first, then look again: one may have started in between.
+            arrivals = Some(Arrivals::watch(&jobs.dir).map_err(cannot)?);
+            continue;
+        };
+        match woken.map_err(cannot)? {
+            Woken::Changed => {}
+            Woken::Signal(sig) => {
+                log::info!(
+                    "signal {sig} while waiting for the other job containers: leaving the sidecars to them"
+                );
+                return Ok(Turn::Others);
+            }
+            Woken::Failed => {
+                return Err(String::from(
+                    "cannot wait for the other job containers: leaving the sidecars to them",
+                ));
+            }
+        }
+    }
+}
+
+/// What one look at the directory found.
+enum Called {
+    /// Everyone has finished: this tandem's turn, or another's.
+    Decided(Turn),
+    /// Someone is still running or has not started.
+    Waiting(Roll),
+}
+
+/// Under the directory's lock: records `verdict` for this container if given,
+/// looks at every listed one and, when all have finished, claims the decision.
+fn call_roll(jobs: &JobContainers, verdict: Option<&[u8]>) -> io::Result<Called> {
+    let _dir = lock_dir(&jobs.dir)?;
+    if let Some(verdict) = verdict {
+        fs::write(jobs.dir.join(format!("{}.done", jobs.me)), verdict)?;
+    }
+    let roll = Roll::call(jobs)?;
+    if !roll.running.is_empty() || !roll.not_started.is_empty() {
+        return Ok(Called::Waiting(roll));
+    }
+    let claimed = jobs.dir.join(CLAIMED);
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&claimed)
+    {
+        Ok(mut file) => {
+            // Only for the others' log line: the claim is the file's existence.
+            let _ = file.write_all(jobs.me.as_bytes());
+            roll.tell_vanished();
+            Ok(Called::Decided(Turn::Last {
+                any_failed: roll.any_failed,
+            }))
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            let by = fs::read(&claimed).unwrap_or_default();
+            let by = String::from_utf8_lossy(&by);
+            let by = if by.is_empty() { "another one" } else { &by };
+            log::info!("every job container has finished: {by} sees to the sidecars");
+            Ok(Called::Decided(Turn::Others))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The listed containers as the directory shows them.
+#[derive(Debug, Default)]
+struct Roll {
+    /// Started and still running (their lock is held).
+    running: Vec<String>,
+    /// Without a `.alive` file yet.
+    not_started: Vec<String>,
+    /// Started, then gone without recording.
+    vanished: Vec<String>,
+    /// One finished with a failure, or vanished.
+    any_failed: bool,
+}
+
+impl Roll {
+    /// Looks at every listed container; call with the directory locked.
+    fn call(jobs: &JobContainers) -> io::Result<Roll> {
+        let mut roll = Roll::default();
+        for name in &jobs.all {
+            if *name == jobs.me {
+                // Recorded already; a `.done` someone removed counts as a failure
+                // (its `.alive` is this tandem's, and would read as running forever).
+                let verdict = fs::read(jobs.dir.join(format!("{name}.done")));
+                roll.any_failed |= verdict.ok().as_deref() != Some(SUCCEEDED);
+                continue;
+            }
+            match fs::read(jobs.dir.join(format!("{name}.done"))) {
+                Ok(verdict) => {
+                    roll.any_failed |= verdict != SUCCEEDED;
+                    continue;
+                }
+                Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+                Err(_) => {}
+            }
+            let alive = match File::open(jobs.dir.join(format!("{name}.alive"))) {
+                Ok(file) => file,
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    roll.not_started.push(name.clone());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match alive.try_lock_shared() {
+                Ok(()) => {
+                    roll.vanished.push(name.clone());
+                    roll.any_failed = true;
+                }
+                Err(TryLockError::WouldBlock) => roll.running.push(name.clone()),
+                Err(TryLockError::Error(e)) => return Err(e),
+            }
+        }
+        Ok(roll)
+    }
+
+    /// The info line of a tandem that leaves the sidecars to another (SPEC §9).
+    fn tell_leaving(&self) {
+        let mut line = String::from("leaving the sidecars to the last job container to finish");
+        if !self.running.is_empty() {
+            line += &format!("; still running: {}", names(&self.running));
+        }
+        if !self.not_started.is_empty() {
+            line += &format!("; not started yet: {}", names(&self.not_started));
+        }
+        log::info!("{line}");
+    }
+
+    /// A warning for each container that vanished without recording.
+    fn tell_vanished(&self) {
+        for name in &self.vanished {
+            log::warn!(
+                "{name} ended without recording that it finished (its tandem was killed): counting it as failed"
+            );
+        }
+    }
+}
+
+/// Container names for a log line: `a, b`.
+fn names(list: &[String]) -> String {
+    let mut line = String::new();
+    for name in list {
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        line.push_str(name);
+    }
+    line
+}
+
+/// Opens (creating it) this container's own `.alive`, locks it and clears what a
+/// previous run of this container left (its `.done`, the claim), all under the
+/// directory's lock: a finishing sibling never sees the file unlocked (it would
+/// take this container for one that vanished), nor this container finished.
+fn enter(dir: &Path, me: &str) -> io::Result<File> {
+    let _dir = lock_dir(dir)?;
+    let alive = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(format!("{me}.alive")))?;
+    lock_alive(&alive, me)?;
+    for stale in [format!("{me}.done"), CLAIMED.to_owned()] {
+        match fs::remove_file(dir.join(stale)) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(alive)
+}
+
+/// Locks this tandem's own `.alive` for good. A live tandem of the same name holds
+/// it exclusively; a sibling that saw the previous run end holds it shared for an
+/// instant, and is waited out.
+fn lock_alive(alive: &File, me: &str) -> io::Result<()> {
+    match alive.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::Error(e)) => Err(e),
+        Err(TryLockError::WouldBlock) => match alive.try_lock_shared() {
+            Ok(()) => alive.lock(),
+            Err(TryLockError::WouldBlock) => Err(io::Error::new(
+                ErrorKind::AlreadyExists,
+                format!("another running tandem calls itself {me}"),
+            )),
+            Err(TryLockError::Error(e)) => Err(e),
+        },
+    }
+}
+
+/// The directory's lock, held until the returned file is dropped.
+fn lock_dir(dir: &Path) -> io::Result<File> {
+    let file = open_shared(&dir.join(DIR_LOCK))?;
+    file.lock()?;
+    Ok(file)
+}
+
+/// Opens a file that every container locks, creating it readable and writable by
+/// all: job containers may run as different users, and a lock needs no more than
+/// a file open for reading. Close-on-exec, like every file std opens, so the app
+/// never inherits a lock.
+fn open_shared(path: &PathBuf) -> io::Result<File> {
+    match File::open(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        opened => return opened,
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    // Past the umask; only its creator may change it, and may fail to (then the
+    // others need read access, which the umask leaves).
+    let _ = file.set_permissions(Permissions::from_mode(0o666));
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests;
