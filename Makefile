@@ -197,10 +197,11 @@ tls: static
 		exit 1; fi
 	@echo "tls: rustls build accepts https://; the default build refuses it (64) and says how to get TLS"
 
-## manifests: examples/k8s/ and the yaml blocks of README.md and docs/*.md pass
+## manifests: examples/k8s/ and the yaml blocks of README.md and docs/**/*.md pass
 ## yamllint and validate strictly against the Kubernetes 1.29, 1.33 and 1.36
-## schemas; every tandem option and variable they and the README use is accepted
-## by the binary (the pinned linters of lint-tools).
+## schemas (a custom resource's block, marked `<!-- not a Kubernetes kind: WHY -->`,
+## is only linted); every tandem option and variable they and the docs use is
+## accepted by the binary (the pinned linters of lint-tools).
 manifests: static lint-tools
 	.ci/manifests.sh $(BIN) $(LINT_BIN)
 

@@ -1,9 +1,15 @@
 """Checks for the Kubernetes examples and the README (run by .ci/manifests.sh).
 
   manifests.py extract DOC OUT_DIR
-      Writes every ```yaml block of DOC (README.md, docs/*.md) to
-      OUT_DIR/<name>-L<line>.yaml, so yamllint and kubernetes-validate report
-      the document's line number.
+      Writes every ```yaml block of DOC (README.md, docs/**/*.md) to
+      OUT_DIR/<DOC's path>-L<line>.yaml, so yamllint and kubernetes-validate
+      report the document and line, and prints their paths. A block that is not
+      a Kubernetes kind (an Argo Workflow, a .gitlab-ci.yml) says so, and why, on
+      the line before its fence: `<!-- not a Kubernetes kind: Argo Workflow -->`.
+      It goes under OUT_DIR/not-kubernetes/, where yamllint and the tandem check
+      still read it and kubernetes-validate does not. A marker without a reason,
+      with no yaml block after it, or on a kind Kubernetes' schemas know is an
+      error (exit 1).
   manifests.py check TANDEM README FILE...
       Every tandem option and tandem/scuttle/envoy-preflight variable named in
       FILE... (manifests, and Markdown documents: a FILE ending in .md is read
@@ -14,7 +20,7 @@
       them and --no-wait --wait-only, which checks the whole configuration (exit 64
       on a bad value) and contacts nothing.
 
-Needs PyYAML (installed with kubernetes-validate by `make lint-tools`).
+Needs PyYAML and kubernetes-validate (`make lint-tools` installs both).
 """
 
 import json
@@ -25,6 +31,7 @@ import subprocess
 import sys
 
 import yaml
+from kubernetes_validate import utils as kubernetes_schemas
 
 # Variable names tandem or the tools it replaces read. A container variable of
 # this shape must be one tandem accepts; other variables belong to the app.
@@ -37,6 +44,10 @@ OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # Modes choose what tandem does, not how: the check replaces them with its own.
 MODES = {"--wait-only", "--quit-only", "--install-to", "--help", "--version"}
 CODE_SPAN = re.compile(r"`([^`]+)`")
+# The line before a yaml block that kubernetes-validate must not read, with why.
+NOT_KUBERNETES = re.compile(r"^<!--\s*not a Kubernetes kind:(.*?)-->\s*$")
+# A shell line in a YAML string (a CI script, `sh -c`) that runs tandem.
+TANDEM_LINE = re.compile(r"^\s*(?:\S*/)?tandem(?:\s|$)")
 
 
 class Binary:
@@ -131,11 +142,15 @@ def is_tandem(word):
 
 
 def containers(node):
-    """Every container of every Pod template in a parsed manifest."""
+    """Every container of every Pod template in a parsed manifest, and those of
+    custom resources that embed Kubernetes containers: an Argo template's
+    `container` and `sidecars`, a Tekton Task's `steps` and `sidecars`."""
     if isinstance(node, dict):
-        for key in ("containers", "initContainers"):
+        if isinstance(node.get("container"), dict):
+            yield node["container"]
+        for key in ("containers", "initContainers", "sidecars", "steps"):
             if isinstance(node.get(key), list):
-                yield from (c for c in node[key] if isinstance(c, dict))
+                yield from (c for c in node[key] if isinstance(c, dict) and "image" in c)
         for value in node.values():
             yield from containers(value)
     elif isinstance(node, list):
@@ -149,9 +164,13 @@ def check_manifest(binary, path, report):
     with open(path, encoding="utf-8") as f:
         docs = [d for d in yaml.safe_load_all(f) if d is not None]
     for doc in docs:
-        meta = doc.get("metadata") or {}
-        if not meta.get("name") and not meta.get("generateName"):
-            report.fail(path, f"{doc.get('kind')} has no metadata.name (kubectl apply rejects it)")
+        for n, line in enumerate(shell_lines(doc)):
+            check_shell_line(binary, line, f"{path}: script line {n + 1}", report)
+        # A Kubernetes object needs a name; Helm values or a CI job have no kind.
+        if isinstance(doc, dict) and "kind" in doc:
+            meta = doc.get("metadata") or {}
+            if not meta.get("name") and not meta.get("generateName"):
+                report.fail(path, f"{doc.get('kind')} has no metadata.name (kubectl apply rejects it)")
         for c in containers(doc):
             where = f"{path}: container {c.get('name')}"
             argv = list(c.get("command") or []) + list(c.get("args") or [])
@@ -165,6 +184,19 @@ def check_manifest(binary, path, report):
             elif any(FAMILY.match(n) for n in env):
                 # tandem from the image's ENTRYPOINT: the variables still count.
                 check_invocation(binary, None, env, where, report)
+
+
+def shell_lines(node):
+    """Every line of every string in a parsed document that runs tandem: a CI
+    job's script, a step's `sh -c` (the containers' argv lists are read apart)."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from shell_lines(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from shell_lines(value)
+    elif isinstance(node, str):
+        yield from (line for line in node.splitlines() if TANDEM_LINE.match(line))
 
 
 def readme_blocks(lines):
@@ -181,17 +213,66 @@ def readme_blocks(lines):
             block[2].append(line)
 
 
-def extract(readme, out_dir):
-    """Writes the yaml blocks of a Markdown file to OUT_DIR and prints their paths."""
-    with open(readme, encoding="utf-8") as f:
+def known_kind(doc):
+    """The `apiVersion kind` of DOC if some Kubernetes version's schema in
+    kubernetes-validate has it, else None."""
+    if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
+        return None
+    for version in kubernetes_schemas.all_versions():
+        try:
+            kubernetes_schemas.validate(doc, version, strict=True)
+        except kubernetes_schemas.SchemaNotFoundError:
+            continue
+        except Exception:  # invalid, but its schema exists
+            pass
+        return f"{doc['apiVersion']} {doc['kind']}"
+    return None
+
+
+def extract(doc, out_dir):
+    """Writes DOC's yaml blocks to OUT_DIR (the marked ones to OUT_DIR/not-kubernetes)
+    and prints their paths; returns the number of misused markers."""
+    with open(doc, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    os.makedirs(out_dir, exist_ok=True)
+    errors = 0
+    marked = {}
+    for number, line in enumerate(lines, 1):
+        m = NOT_KUBERNETES.match(line)
+        if m:
+            marked[number + 1] = m.group(1).strip()
+            if not marked[number + 1]:
+                print(f"manifests: FAILED: {doc}:{number}: say why the block is not a "
+                      "Kubernetes kind: <!-- not a Kubernetes kind: Argo Workflow -->",
+                      file=sys.stderr)
+                errors += 1
+    stem = doc.replace(os.sep, "_")
     for lang, start, body in readme_blocks(lines):
-        if lang == "yaml":
-            name = os.path.join(out_dir, f"{os.path.basename(readme)}-L{start}.yaml")
-            with open(name, "w", encoding="utf-8") as f:
-                f.write("\n".join(body) + "\n")
-            print(name)
+        reason = marked.pop(start - 1, None)
+        if lang != "yaml":
+            if reason is not None:
+                marked[start - 1] = reason
+            continue
+        folder = out_dir if reason is None else os.path.join(out_dir, "not-kubernetes")
+        os.makedirs(folder, exist_ok=True)
+        name = os.path.join(folder, f"{stem}-L{start}.yaml")
+        text = "\n".join(body) + "\n"
+        with open(name, "w", encoding="utf-8") as f:
+            f.write(text)
+        if reason is not None:
+            try:
+                kinds = [known_kind(d) for d in yaml.safe_load_all(text)]
+            except yaml.YAMLError:
+                kinds = []  # yamllint reports it
+            for kind in filter(None, kinds):
+                print(f"manifests: FAILED: {doc}:{start - 2}: marked not a Kubernetes kind "
+                      f"({reason}), but {kind} is one: remove the marker", file=sys.stderr)
+                errors += 1
+        print(name)
+    for line in marked:
+        print(f"manifests: FAILED: {doc}:{line - 1}: a not-a-Kubernetes-kind marker with "
+              "no ```yaml block on the next line", file=sys.stderr)
+        errors += 1
+    return errors
 
 
 def check_shell_line(binary, line, where, report):
@@ -291,8 +372,7 @@ def check_readme(binary, readme, report):
 def main(argv):
     """Runs `extract` or `check` (see the module's docstring); returns the exit code."""
     if len(argv) == 3 and argv[0] == "extract":
-        extract(argv[1], argv[2])
-        return 0
+        return 1 if extract(argv[1], argv[2]) else 0
     if len(argv) >= 3 and argv[0] == "check":
         binary = Binary(argv[1])
         report = Report()
