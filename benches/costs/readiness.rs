@@ -167,7 +167,9 @@ impl Bench {
             let port = family.free_port();
             let env = [("ENVOY_ADMIN_API", family.url(port))];
             let mut child = self
-                .tandem(&env, &["--fail-timeout", "30s", "--"])
+                // --never-quit: a quit could stop Envoy before this loop has seen
+                // its first 200, leaving the run without a ready moment.
+                .tandem(&env, &["--fail-timeout", "30s", "--never-quit", "--"])
                 .args([self.probe.as_str(), path_str(&file), "exit"])
                 .spawn()?;
             thread::sleep(wait + POLL_MAX.mul_f64(phase));
@@ -194,10 +196,7 @@ impl Bench {
                 )));
             };
             latencies.push(*start as f64 - ready as f64);
-            // tandem quit it; a straggler is stopped before the next run.
-            if server.wait_exit(Duration::from_secs(5)).is_none() {
-                server.stop();
-            }
+            server.stop();
         }
         let s = Summary::of(&latencies);
         self.row(
