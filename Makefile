@@ -205,12 +205,15 @@ tls: static
 manifests: static lint-tools
 	.ci/manifests.sh $(BIN) $(LINT_BIN)
 
-## restricted: every Job and CronJob of examples/k8s/ passes checkov's checks of the
-## "restricted" Pod Security Standard and a read-only root filesystem, offline
-## (.ci/restricted.py lists the checks and why; a self-test first makes each one fail).
+## restricted: every Job and CronJob of examples/k8s/ and of the README's and docs/'
+## yaml blocks (as `make manifests` extracts them to target/manifests/) passes
+## checkov's checks of the "restricted" Pod Security Standard and a read-only root
+## filesystem, offline (.ci/restricted.py lists the checks and why; a self-test
+## first makes each one fail).
 .PHONY: restricted
-restricted: $(CHECKOV_VENV)/installed
-	$(CHECKOV_VENV)/bin/python .ci/restricted.py $(CHECKOV_VENV)/bin/checkov
+restricted: manifests $(CHECKOV_VENV)/installed
+	$(CHECKOV_VENV)/bin/python .ci/restricted.py $(CHECKOV_VENV)/bin/checkov \
+		examples/k8s/*.yaml target/manifests/*.yaml
 
 ## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
 ## images built from local files, the real Envoy as istio-proxy, the fake sidecar

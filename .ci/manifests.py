@@ -15,7 +15,8 @@
       FILE... (manifests, and Markdown documents: a FILE ending in .md is read
       like README) and in README (code blocks, the configuration table and the
       "tandem" column of the migration tables, rows that say "planned" left
-      out) must be one the binary names in its
+      out; a document's title or section names the table's kind, and finding
+      no table of either kind is a failure) must be one the binary names in its
       --help, and every value they give must be accepted: the binary is run with
       them and --no-wait --wait-only, which checks the whole configuration (exit 64
       on a bad value) and contacts nothing.
@@ -91,6 +92,9 @@ class Report:
     def __init__(self):
         self.failures = []
         self.checked = 0
+        # Rows of the configuration and migration tables read, by kind: a table
+        # that moved out of the documents given is a failure, not a skipped check.
+        self.table_rows = {"configuration": 0, "migration": 0}
 
     def fail(self, where, message):
         """Records one failure at WHERE (a file, line or container)."""
@@ -314,6 +318,14 @@ def check_span(binary, span, where, report):
             check_invocation(binary, None, {setting.group(1): setting.group(2)}, where, report)
 
 
+TABLES = {
+    "configuration": "a table whose first column is `Environment variable`, under a "
+                     "heading starting `Configuration` (docs/configuration.md)",
+    "migration": "a table with a `tandem` column, under a heading starting `Migrat` "
+                 "(docs/migrating.md)",
+}
+
+
 def table_rows(lines, start):
     """Cells of the Markdown table starting at index START, header included."""
     rows = []
@@ -340,22 +352,31 @@ def check_readme(binary, readme, report):
                     argv = json.loads(m.group(2))
                     if argv and is_tandem(argv[0]):
                         check_invocation(binary, argv[1:], {}, where, report)
-    section = ""
+    # A table is known by the document's title (`# `) or its section (`## `):
+    # the README's `## Configuration`, docs/configuration.md, docs/migrating.md.
+    title = section = ""
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("## "):
+        if line.startswith("# "):
+            title, section = line[2:].strip(), ""
+        elif line.startswith("## "):
             section = line[3:].strip()
+        headings = (title, section)
         if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
             rows = table_rows(lines, i)
             header = [c.lower() for c in rows[0]]
             body = rows[2:]
-            if section.startswith("Configuration") and header[0].startswith("environment"):
-                columns = (0, 1)
-            elif section.startswith("Migrat") and "tandem" in header:
-                columns = (header.index("tandem"),)
+            kind = None
+            if any(h.startswith("Configuration") for h in headings) \
+                    and header[0].startswith("environment"):
+                kind, columns = "configuration", (0, 1)
+            elif any(h.startswith("Migrat") for h in headings) and "tandem" in header:
+                kind, columns = "migration", (header.index("tandem"),)
             else:
                 columns = ()
+            if kind:
+                report.table_rows[kind] += len(rows) - 2
             for n, row in enumerate(body):
                 where = f"{readme}:{i + 3 + n}"
                 for col in columns:
@@ -382,6 +403,9 @@ def main(argv):
                 check_readme(binary, path, report)
             else:
                 check_manifest(binary, path, report)
+        for kind, rows in report.table_rows.items():
+            if rows == 0:
+                report.fail("the documents", f"no {kind} table found: {TABLES[kind]}")
         for failure in report.failures:
             print(f"manifests: FAILED: {failure}", file=sys.stderr)
         if report.failures:

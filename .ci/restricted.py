@@ -1,5 +1,6 @@
-"""Checks that every Job and CronJob in examples/k8s/ meets the "restricted" Pod
-Security Standard, with checkov (run by `make restricted`).
+"""Checks that every Job and CronJob in examples/k8s/ (and in the documents' yaml
+blocks `make restricted` passes) meets the "restricted" Pod Security Standard,
+with checkov (run by `make restricted`).
 
   restricted.py CHECKOV [MANIFEST...]
       MANIFEST... defaults to examples/k8s/*.yaml. First a self-test: a Job, a

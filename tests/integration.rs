@@ -7,7 +7,7 @@ mod cli;
 mod compat;
 /// tandem invoked as `wait`: docker-compose-wait's variables and usage (SPEC §2).
 mod compose_wait;
-/// `--help` and the README against the option table.
+/// `--help` and the docs against the option table and the binary.
 mod docs;
 /// The committed fuzz seeds and crash reproducers, through the fuzzers' own bodies.
 mod fuzz_replay;
