@@ -37,16 +37,11 @@ creates is named with this run's id and removed at the end.
 
 import importlib.util
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 # The images the injector tests' Pods name (injector/tests/support/pods.rs),
 # beside those the harness already maps.
 IMAGES = {
@@ -210,54 +205,23 @@ def test(h, podman, work, keys, original_dir, patched_dir):
 
 
 def main(argv):
-    """Checks prerequisites, builds the images, runs, cleans up."""
+    """Checks the reviews are written, then runs the Pods through the harness's `run`
+    (prerequisites, images, cleanup)."""
     if len(argv) != 6:
         print(__doc__.split("\n\n")[-3], file=sys.stderr)
         return 64
     harness, tandem, fake, envoy, original_dir, patched_dir = (Path(a).resolve() for a in argv)
     h = load_harness(harness)
-    for path in (tandem, fake, envoy):
-        if not os.access(path, os.X_OK):
-            h.say(f"{path}: not an executable (build it first: make injector-pods does)")
-            return 64
     for key in CASES:
         for d in (original_dir, patched_dir):
             if not (d / f"{key}.json").exists():
                 h.say(f"{d / key}.json is missing: make injector-test writes it")
                 return 64
-    if os.geteuid() != 0:
-        h.skip("podman's Pods here need root (run as root, or in CI)")
-    if shutil.which("podman") is None or shutil.which("runc") is None:
-        h.skip("podman or runc is missing (apt-get install podman runc catatonit)")
-    busybox = next((p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists()), None)
-    static = busybox and "INTERP" not in subprocess.run(
-        ["readelf", "-lW", busybox], capture_output=True, text=True).stdout
-    if not static:
-        h.skip("no static busybox for the images' shell (apt-get install busybox-static)")
 
-    target = ROOT / "target" / "injector-pods"
-    target.mkdir(parents=True, exist_ok=True)
-    # As the harness does: runc, cgroupfs, no default ulimits on this kind of machine.
-    conf = target / "containers.conf"
-    conf.write_text('[containers]\ndefault_ulimits = []\n\n'
-                    '[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n')
-    podman = h.Podman(conf, os.getpid())
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda n, _: sys.exit(128 + n))
-    work = Path(tempfile.mkdtemp(prefix="run-", dir=target))
-    try:
-        t0 = time.monotonic()
-        h.build_images(podman, work, tandem, fake, envoy, busybox)
-        h.say(f"images built in {time.monotonic() - t0:.1f}s")
+    def body(podman, work):
         test(h, podman, work, cases(h, tandem), original_dir, patched_dir)
-        return 0
-    except h.Failed as err:
-        h.say(f"FAILED: {err}")
-        return 1
-    finally:
-        podman.cleanup()
-        shutil.rmtree(work, ignore_errors=True)
 
+    return h.run(tandem, fake, envoy, "injector-pods", body, "make injector-pods")
 
 if __name__ == "__main__":
     try:

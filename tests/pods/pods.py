@@ -708,17 +708,14 @@ def demo(podman, work):
     check_completed(with_tandem, 3)
 
 
-def main(argv):
-    """Parses the command line, checks prerequisites, runs, cleans up."""
-    demo_mode = "--demo" in argv
-    args = [a for a in argv if a != "--demo"]
-    if len(args) != 3:
-        print(__doc__.split("\n\n")[2], file=sys.stderr)
-        return 64
-    tandem, fake, envoy = (Path(a).resolve() for a in args)
+def run(tandem, fake, envoy, name, body, make_target="make pods"):
+    """What every Pod run shares: the built binaries, the prerequisites (a skip, or a
+    failure under CI=true, when one is missing), podman set up for this machine, the
+    images, then `body(podman, work)`, and the cleanup, on failure and on SIGTERM
+    too. `name` names the run's directory under target/. Returns the exit status."""
     for path in (tandem, fake, envoy):
         if not os.access(path, os.X_OK):
-            say(f"{path}: not an executable (build it first: make pods does)")
+            say(f"{path}: not an executable (build it first: {make_target} does)")
             return 64
     if yaml is None:
         skip("no PyYAML for python3 (apt-get install python3-yaml)")
@@ -732,7 +729,7 @@ def main(argv):
     if not static:
         skip("no static busybox for the images' shell (apt-get install busybox-static)")
 
-    target = ROOT / "target" / "pods"
+    target = ROOT / "target" / name
     target.mkdir(parents=True, exist_ok=True)
     # crun fails setrlimit and refuses this machine's hybrid cgroups: runc, cgroupfs,
     # no default ulimits.
@@ -748,10 +745,7 @@ def main(argv):
         t0 = time.monotonic()
         build_images(podman, work, tandem, fake, envoy, busybox)
         say(f"images built in {time.monotonic() - t0:.1f}s")
-        if demo_mode:
-            demo(podman, work)
-        else:
-            test(podman, work)
+        body(podman, work)
         return 0
     except Failed as err:
         say(f"FAILED: {err}")
@@ -760,6 +754,16 @@ def main(argv):
         podman.cleanup()
         shutil.rmtree(work, ignore_errors=True)
 
+
+def main(argv):
+    """Parses the command line, then the demo or the test (`run`)."""
+    demo_mode = "--demo" in argv
+    args = [a for a in argv if a != "--demo"]
+    if len(args) != 3:
+        print(__doc__.split("\n\n")[2], file=sys.stderr)
+        return 64
+    tandem, fake, envoy = (Path(a).resolve() for a in args)
+    return run(tandem, fake, envoy, "pods", demo if demo_mode else test)
 
 if __name__ == "__main__":
     try:
