@@ -15,8 +15,7 @@ pub fn become_subreaper() {
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes plain integers.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         let err = io::Error::last_os_error();
-        // SAFETY: getpid takes nothing and returns a plain integer.
-        if unsafe { libc::getpid() } != 1 {
+        if std::process::id() != 1 {
             log::warn!("could not become a child subreaper ({err}): orphans of the app go to init");
         }
     }

@@ -18,17 +18,17 @@
 //! OnFailure) joins again: its `NAME.done` and the claim go, and the quits are
 //! decided anew once all have finished.
 
+mod files;
 mod watch;
 
-use std::fs::{self, File, OpenOptions, Permissions, TryLockError};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, ErrorKind, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::config::{JobContainers, invalid};
 use crate::event::Channel;
 use crate::exit::Error;
+use files::{enter, lock_dir};
 use watch::{Arrivals, Woken};
 
 /// The lock every tandem takes to record and decide.
@@ -261,73 +261,6 @@ fn names(list: &[String]) -> String {
         line.push_str(name);
     }
     line
-}
-
-/// Opens (creating it) this container's own `.alive`, locks it and clears what a
-/// previous run of this container left (its `.done`, the claim), all under the
-/// directory's lock: a finishing sibling never sees the file unlocked (it would
-/// take this container for one that vanished), nor this container finished.
-fn enter(dir: &Path, me: &str) -> io::Result<File> {
-    let _dir = lock_dir(dir)?;
-    let alive = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(format!("{me}.alive")))?;
-    lock_alive(&alive, me)?;
-    for stale in [format!("{me}.done"), CLAIMED.to_owned()] {
-        match fs::remove_file(dir.join(stale)) {
-            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(alive)
-}
-
-/// Locks this tandem's own `.alive` for good. A live tandem of the same name holds
-/// it exclusively; a sibling that saw the previous run end holds it shared for an
-/// instant, and is waited out.
-fn lock_alive(alive: &File, me: &str) -> io::Result<()> {
-    match alive.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::Error(e)) => Err(e),
-        Err(TryLockError::WouldBlock) => match alive.try_lock_shared() {
-            Ok(()) => alive.lock(),
-            Err(TryLockError::WouldBlock) => Err(io::Error::new(
-                ErrorKind::AlreadyExists,
-                format!("another running tandem calls itself {me}"),
-            )),
-            Err(TryLockError::Error(e)) => Err(e),
-        },
-    }
-}
-
-/// The directory's lock, held until the returned file is dropped.
-fn lock_dir(dir: &Path) -> io::Result<File> {
-    let file = open_shared(&dir.join(DIR_LOCK))?;
-    file.lock()?;
-    Ok(file)
-}
-
-/// Opens a file that every container locks, creating it readable and writable by
-/// all: job containers may run as different users, and a lock needs no more than
-/// a file open for reading. Close-on-exec, like every file std opens, so the app
-/// never inherits a lock.
-fn open_shared(path: &PathBuf) -> io::Result<File> {
-    match File::open(path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        opened => return opened,
-    }
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    // Past the umask; only its creator may change it, and may fail to (then the
-    // others need read access, which the umask leaves).
-    let _ = file.set_permissions(Permissions::from_mode(0o666));
-    Ok(file)
 }
 
 #[cfg(test)]

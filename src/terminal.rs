@@ -18,6 +18,8 @@
 //! app's pid is only ever used while it is unreaped (the relay's lock and `reap`'s
 //! order guarantee it), so `tcsetpgrp` and `kill` never reach a reused pid.
 
+use std::io::IsTerminal;
+
 /// tandem runs on its controlling terminal: job control for the app is its job.
 #[derive(Debug, Clone, Copy)]
 pub struct JobControl {
@@ -38,10 +40,8 @@ impl JobControl {
     pub fn in_child(&self) {
         if self.foreground {
             // SIGTTOU is still ignored here, so the new group may take the terminal.
-            // SAFETY: getpid takes nothing and returns a plain integer.
-            let me = unsafe { libc::getpid() };
             // SAFETY: tcsetpgrp takes plain integers; failure is reported by errno.
-            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, me) };
+            unsafe { libc::tcsetpgrp(libc::STDIN_FILENO, own_pid()) };
         }
     }
 
@@ -63,26 +63,23 @@ impl JobControl {
         if !matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
             return;
         }
-        // SAFETY: getpid takes nothing and returns a plain integer.
-        let me = unsafe { libc::getpid() };
+        let me = own_pid();
         if me == 1 {
             log::warn!(
                 "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
             );
-            // SAFETY: kill takes plain integers; the app is unreaped (see the invariants).
-            unsafe { libc::kill(-app, libc::SIGCONT) };
+            // The app is unreaped (see the invariants): its group is still its own.
+            send(-app, libc::SIGCONT);
         } else {
             log::debug!("the app was stopped by signal {sig}; stopping too");
-            // SAFETY: kill takes plain integers.
-            unsafe { libc::kill(me, libc::SIGSTOP) };
+            send(me, libc::SIGSTOP);
         }
     }
 }
 
 /// True when stdin is tandem's controlling terminal, in the foreground or not.
 fn on_terminal() -> bool {
-    // SAFETY: isatty takes and returns plain integers.
-    let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+    let tty = std::io::stdin().is_terminal();
     // SAFETY: tcgetsid takes and returns plain integers.
     let terminal_session = || unsafe { libc::tcgetsid(libc::STDIN_FILENO) };
     // SAFETY: getsid takes and returns plain integers.
@@ -92,10 +89,21 @@ fn on_terminal() -> bool {
 /// True when stdin is a terminal whose foreground process group is tandem's own:
 /// only then may tandem hand the terminal to the app.
 fn owns_terminal() -> bool {
-    // SAFETY: isatty takes and returns plain integers.
-    let tty = unsafe { libc::isatty(libc::STDIN_FILENO) } == 1;
+    let tty = std::io::stdin().is_terminal();
     // SAFETY: tcgetpgrp takes and returns plain integers.
     let foreground_group = || unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
     // SAFETY: getpgrp takes nothing and returns a plain integer.
     tty && foreground_group() == unsafe { libc::getpgrp() }
+}
+
+/// tandem's own pid, as the kernel's calls take it. Async-signal-safe (a plain getpid).
+fn own_pid() -> libc::pid_t {
+    // A pid always fits: the kernel's are at most 2^22.
+    libc::pid_t::try_from(std::process::id()).unwrap_or(libc::pid_t::MAX)
+}
+
+/// Sends `sig` to `pid` (a group when negative); a failure has nothing to undo.
+fn send(pid: libc::pid_t, sig: i32) {
+    // SAFETY: kill takes plain integers; callers name only unreaped pids or tandem.
+    unsafe { libc::kill(pid, sig) };
 }

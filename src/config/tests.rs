@@ -2,6 +2,7 @@
 
 use super::*;
 use std::collections::HashMap;
+use url::HttpUrl;
 
 mod kinds;
 

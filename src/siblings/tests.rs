@@ -3,6 +3,8 @@
 //! name per process, so the real processes are tests/siblings.rs').
 
 use super::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tandem-siblings-{tag}-{}", std::process::id()));

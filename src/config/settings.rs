@@ -1,0 +1,130 @@
+//! What the configuration is once validated (SPEC §2): the settings each phase
+//! reads, their defaults in each field's doc. `config::build` makes them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use log::LevelFilter;
+
+use super::JobContainers;
+use super::url::HttpUrl;
+use crate::logger::Format;
+use crate::termination_message;
+
+/// One readiness check (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Envoy admin: `/ready` is 200, or `/server_info` says `LIVE` where `/ready` is 404.
+    Envoy(HttpUrl),
+    /// Any URL answering 2xx.
+    Url(HttpUrl),
+    /// `tcp://HOST:PORT`: a TCP connection is accepted (then closed, nothing sent).
+    Tcp {
+        /// As in a URL: an IPv6 literal keeps its brackets (`[::1]`).
+        host: String,
+        /// 1 to 65535.
+        port: u16,
+    },
+    /// `unix:///PATH`: a connection to the socket is accepted.
+    Unix(PathBuf),
+    /// `file:///PATH`: the file (or directory) exists.
+    File(PathBuf),
+}
+
+/// Where relayed signals go (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardTo {
+    /// The child process only. Default.
+    Child,
+    /// The child's whole process group.
+    Group,
+}
+
+/// When a visible `pilot-agent` gets SIGINT instead of (or after) the Istio
+/// quit request (SPEC §2 `ISTIO_FALLBACK_PKILL`, §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PkillFallback {
+    /// When the request could not connect. Default.
+    #[default]
+    OnRefused,
+    /// Whenever the request failed (`ISTIO_FALLBACK_PKILL=true`).
+    OnAnyFailure,
+    /// Never (`ISTIO_FALLBACK_PKILL=false`).
+    Never,
+}
+
+/// Everything the quit phase needs (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QuitConfig {
+    /// Generic endpoints, POSTed concurrently first. Default: none.
+    pub generic: Vec<HttpUrl>,
+    /// Envoy admin URL, from `ENVOY_ADMIN_API` or the envoy preset. Default: none.
+    pub admin: Option<HttpUrl>,
+    /// pilot-agent base URL (`ISTIO_QUIT_API` or the istio preset). Default: none.
+    pub istio_quit: Option<HttpUrl>,
+    /// Full URL that stops plain Envoy (`ENVOY_KILL_API`). Default: none.
+    pub envoy_quit: Option<HttpUrl>,
+    /// Istio/Envoy is there to stop: an admin URL or an istio/envoy preset is
+    /// configured (`ISTIO_QUIT_API` alone is not enough, as in scuttle). Default: false.
+    pub envoy_configured: bool,
+    /// Only POST the generic endpoints. Default: false.
+    pub generic_only: bool,
+    /// Never stop Istio/Envoy. Default: false.
+    pub never_quit: bool,
+    /// Stop nothing after a failed run. Default: false.
+    pub keep_on_failure: bool,
+    /// Bound on the whole phase; `None` (set as `0`) waits as long as the endpoints take. Default: 5 s.
+    pub timeout: Option<Duration>,
+    /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
+    pub pkill_fallback: PkillFallback,
+    /// The Pod's job containers, when several share the sidecars (SPEC §9): only
+    /// the last to finish stops them. Default: none (this one alone).
+    pub job_containers: Option<JobContainers>,
+}
+
+/// Everything the readiness phase needs (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyConfig {
+    /// Readiness checks; all must pass. Default: none.
+    pub checks: Vec<Check>,
+    /// Wait for the checks at all (`START_WITHOUT_ENVOY` unset). Default: true.
+    pub wait: bool,
+    /// Start anyway after this long. Default: none (wait forever).
+    pub wait_timeout: Option<Duration>,
+    /// Exit 69 after this long; beats `wait_timeout`. Default: none.
+    pub fail_timeout: Option<Duration>,
+    /// The setting `fail_timeout` came from, as its lines name it. Default:
+    /// `--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT`.
+    pub fail_timeout_setting: &'static str,
+    /// Longest interval between polls. Default: 85 ms.
+    pub poll_max: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The readiness phase.
+    pub ready: ReadyConfig,
+    /// The quit phase.
+    pub quit: QuitConfig,
+    /// Signal relay target. Default: child.
+    pub forward_to: ForwardTo,
+    /// Log level. Default: info.
+    pub log_level: LevelFilter,
+    /// Log line format. Default: text.
+    pub log_format: Format,
+    /// Where the termination message goes. Default: `/dev/termination-log` if writable.
+    pub termination_log: termination_message::Target,
+    /// Warnings about settings that are valid but have no effect, to log once
+    /// the log is set up. Default: none.
+    pub warnings: Vec<String>,
+    /// The linkerd-await variable that turned waiting and stopping off. Default: none.
+    pub disabled_by: Option<&'static str>,
+}
+
+impl Config {
+    /// True when any sidecar is waited for or stopped.
+    pub fn has_sidecars(&self) -> bool {
+        !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
+    }
+}
