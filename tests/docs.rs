@@ -10,6 +10,8 @@
 //!
 //! After a deliberate change to `--help`: `SNAPSHOTS=overwrite cargo test docs::`.
 
+mod citations;
+
 use crate::support::{
     FakeAdmin, REACT, RUN_TIMEOUT, SIGKILL, Script, closed_port, fixed_ports_turn,
     no_real_pilot_agent, run, spawn, start, tandem, temp_dir, wait_until,
