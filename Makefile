@@ -38,14 +38,14 @@ DOCKERFILES = Dockerfile.distroless
 
 # Size of the stripped static binary: `make size` fails above the limit, which sits
 # a little above today's x86_64 binary, so a dependency or feature of any weight
-# shows up (BENCHMARKS.md says where the bytes go). Issue 14's goal of tini-static's
-# size is retired (issue 22): std and ureq alone take most of it. Raised with the
-# features that took it: 770 for several job containers (issue 23, SPEC §9), 800
-# for the tcp://, unix:// and file:// checks and docker-compose-wait's usage
-# (issue 24); the byte counts are in BENCHMARKS.md and the merge commits.
+# shows up (BENCHMARKS.md says where the bytes go). The old goal of tini-static's
+# size is retired: std and ureq alone take most of it. Raised with the features
+# that took it: 770 for several job containers (SPEC §9), 800 for the tcp://,
+# unix:// and file:// checks and docker-compose-wait's usage; the byte counts are
+# in BENCHMARKS.md and the merge commits.
 SIZE_LIMIT_KIB = 800
 # Crates in `cargo tree -e normal` of the default build, tandem itself (the package
-# tandem-sidecar) excluded. Raising it needs a written reason (STYLE §7.5).
+# tandem-sidecar) excluded. Raising it needs its reason in the commit that does it.
 DEPS_MAX = 15
 
 # rustup-target: install a rustup target when it is missing (CI starts without musl).

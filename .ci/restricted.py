@@ -43,7 +43,7 @@ CHECKS = {
     "CKV_K8S_31": "seccompProfile RuntimeDefault",
     "CKV_K8S_37": "capabilities drop ALL",
     "CKV_K8S_28": "NET_RAW dropped (ALL includes it)",
-    # not in the standard; issue 26 asks it of the examples
+    # not in the standard; the examples hold themselves to it
     "CKV_K8S_22": "readOnlyRootFilesystem",
 }
 # What checkov does not check, so these do not either: hostPath volumes (only the

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[path = "../fuzz/bodies.rs"]
 mod bodies;
 
-/// Feeds each file of `fuzz/seeds/target` to `body`; a missing or empty folder
+/// Feeds each file of `fuzz/seeds/TARGET` to `body`; a missing or empty folder
 /// fails, so a renamed target cannot silently replay nothing.
 fn replay(target: &str, body: fn(&[u8])) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,5 +1,5 @@
 //! The integration test crate: one binary for every integration test module, so the
-//! suite links once. Add a `mod xyz;` line here for each new `tests/xyz.rs`.
+//! suite links once. Add a `mod NAME;` line here for each new `tests/NAME.rs`.
 
 /// Usage, help, version and every bad-value class → 64 (SPEC §1, §2).
 mod cli;

@@ -101,7 +101,7 @@ fn a_failed_quit_is_written_even_after_a_successful_app() {
     );
 }
 
-/// Issue 22: the `@` of this URL is in its query, so tandem contacts localhost on
+/// The `@` of this URL is in its query, so tandem contacts localhost on
 /// the closed port; the message names that URL as given, never 127.0.0.1 on the
 /// other port, a host tandem never asked.
 #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// tandem's default `TANDEM_POLL_MAX`: the jitter and the poll floor follow it.
 pub(crate) const POLL_MAX: Duration = Duration::from_millis(85);
-/// Readiness goals (issue 14): the app runs within these of the sidecar turning ready.
+/// Readiness goals (BENCHMARKS.md's "Goals"): the app runs within these of the sidecar turning ready.
 pub(crate) const READY_P50_GOAL: f64 = 50e6;
 pub(crate) const READY_P99_GOAL: f64 = 100e6;
 /// Most polls a second the sidecar should see while tandem waits: "about 10",

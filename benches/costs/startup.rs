@@ -10,7 +10,7 @@ use std::io;
 use std::process::Command;
 
 /// Most system calls of `tandem true`, its child's included (`strace -f -c`):
-/// issue 22's "up to ~300" (it retired issue 14's 150).
+/// BENCHMARKS.md's goal of "up to ~300" (it replaced an older 150).
 const SYSCALL_GOAL: f64 = 300.0;
 
 impl Bench {

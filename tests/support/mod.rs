@@ -3,7 +3,7 @@
 //! `wait_until` and `read_retrying`, and its late TCP port and unix socket for the
 //! readiness kinds), helpers that run the real `tandem` binary with
 //! a clean environment under a kill timeout, capture its output, signal it, and dump
-//! everything when a test fails (STYLE §7.3); the `/proc` reader, the recorder app,
+//! everything when a test fails; the `/proc` reader, the recorder app,
 //! the prerequisites with their one `skip`, and the harness's tests of itself.
 
 pub use fake_sidecar::envoy;
