@@ -1,7 +1,8 @@
-//! The documentation against the binary (issue: docs stay true): `--help` as
+//! The documentation against the binary, so the docs stay true: `--help` as
 //! committed in `tests/snapshots/help.txt` and within 80 columns, and every option
-//! and variable of the option table named in `--help` and in the configuration
-//! reference (`docs/configuration.md`). (The other direction, that every option
+//! and variable of the option table named in `--help`, in the configuration
+//! reference (`docs/configuration.md`) and in the behaviour reference
+//! (`docs/spec.md`), whose sections every citation names (`citations`). (The other direction, that every option
 //! and variable the README, `docs/` and `examples/k8s/` name is accepted, is
 //! `make manifests`: it runs the binary with them.) And tandem's lines as the
 //! docs quote them, from runs of the binary against the fake sidecar: the
@@ -108,6 +109,21 @@ fn configuration_reference_names_every_option_and_variable() {
         .filter(|name| !names(&reference, name))
         .collect();
     assert!(missing.is_empty(), "{CONFIGURATION} lacks {missing:?}");
+}
+
+/// The behaviour reference (SPEC §1, §2): the contract names every setting too.
+const SPEC_PAGE: &str = "docs/spec.md";
+
+#[test]
+fn spec_names_every_option_and_variable_of_the_table() {
+    let spec = repo_file(SPEC_PAGE);
+    let missing: Vec<&str> = OPTIONS
+        .iter()
+        .map(|spec| spec.name)
+        .chain(variables())
+        .filter(|name| !names(&spec, name))
+        .collect();
+    assert!(missing.is_empty(), "{SPEC_PAGE} lacks {missing:?}");
 }
 
 /// The guide that quotes tandem's output from real runs, in `console` blocks.

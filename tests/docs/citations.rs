@@ -12,7 +12,7 @@ const SPEC: &str = "docs/spec.md";
 
 /// What is searched, from the top of the repository: the code, the tests, the
 /// benchmarks, the docs, the examples and the build and CI files.
-const SCANNED: [&str; 17] = [
+const SCANNED: [&str; 20] = [
     "src",
     "injector",
     "tests",
@@ -22,6 +22,9 @@ const SCANNED: [&str; 17] = [
     "fuzz",
     ".ci",
     "build",
+    ".github",
+    ".cargo",
+    "build.rs",
     "README.md",
     "ARCHITECTURE.md",
     "CHANGELOG.md",
