@@ -2,9 +2,10 @@
 //! committed in `tests/snapshots/help.txt` and within 80 columns, and every option
 //! and variable of the option table named in `--help`, in the configuration
 //! reference (`docs/configuration.md`) and in the behaviour reference
-//! (`docs/spec.md`), whose sections every citation names (`citations`). (The other direction, that every option
-//! and variable the README, `docs/` and `examples/k8s/` name is accepted, is
-//! `make manifests`: it runs the binary with them.) And tandem's lines as the
+//! (`docs/spec.md`), whose sections every citation names (`citations`). (The
+//! other direction, that every option and variable the README, `docs/` and
+//! `examples/k8s/` name is accepted, is `make manifests`: it runs the binary with
+//! them.) And tandem's lines as the
 //! docs quote them, from runs of the binary against the fake sidecar: the
 //! troubleshooting guide's quoted `$ tandem` runs, the log blocks of the README
 //! and the guides, and their inline quotes of a line (`quit POST …: 404`).
