@@ -123,9 +123,50 @@ fn section_number(after: &str) -> String {
     }
 }
 
+/// The last word of `text`, its trailing blanks left out.
+fn last_word(text: &str) -> &str {
+    let text = text.trim_end();
+    let start = text
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !c.is_alphanumeric())
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    &text[start..]
+}
+
+/// Whose section a section sign cites.
+enum Owner<'a> {
+    /// The spec's: after "SPEC", or in a list of its sections ("SPEC §2, §9").
+    Spec,
+    /// A public standard's, which a reader can look up: "RFC 9112 §2.2".
+    Standard,
+    /// A document the repository does not hold: "STYLE §7".
+    Missing(&'a str),
+}
+
+/// Who owns a section sign that follows `before`.
+fn owner(before: &str) -> Owner<'_> {
+    let before = before.trim_end();
+    let word = last_word(before);
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()) {
+        let standard = last_word(&before[..before.len() - word.len()]);
+        return if standard == "RFC" {
+            Owner::Standard
+        } else {
+            Owner::Missing(word)
+        };
+    }
+    let document = word.len() > 1 && word.chars().all(|c| c.is_ascii_uppercase());
+    if document && word != "SPEC" {
+        Owner::Missing(word)
+    } else {
+        Owner::Spec
+    }
+}
+
 /// Section signs that do not resolve: a number `docs/spec.md` lacks, or another
-/// document's section (`RFC 9112` is public and stays); and a "SPEC" with no
-/// section sign after it (comment markers and line breaks between are fine).
+/// document's section; and a "SPEC" with no section sign after it (comment
+/// markers and line breaks between are fine).
 fn section_findings(text: &str, sections: &BTreeSet<String>) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (at, _) in text.match_indices(SECTION) {
@@ -133,39 +174,15 @@ fn section_findings(text: &str, sections: &BTreeSet<String>) -> Vec<(usize, Stri
         if number.is_empty() {
             continue; // "§N" as a placeholder, not a citation
         }
-        let before = text[..at].trim_end();
-        let word: String = before
-            .chars()
-            .rev()
-            .take_while(|c| c.is_alphanumeric())
-            .collect();
-        let word: String = word.chars().rev().collect();
-        let owner = if word.chars().all(|c| c.is_ascii_digit()) && !word.is_empty() {
-            let rest = before[..before.len() - word.len()].trim_end();
-            if rest.ends_with("RFC") {
-                continue;
-            } else {
-                word
+        let what = match owner(&text[..at]) {
+            Owner::Standard => continue,
+            Owner::Spec if sections.contains(&number) => continue,
+            Owner::Spec => format!("{SECTION}{number} is not a section of {SPEC}"),
+            Owner::Missing(document) => {
+                format!("cites {document} {SECTION}{number}, a document not in the repository")
             }
-        } else {
-            word
         };
-        let other_document = owner.len() > 1
-            && owner != "SPEC"
-            && owner
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-        if other_document {
-            found.push((
-                line_of(text, at),
-                format!("cites {owner} {SECTION}{number}, a document not in the repository"),
-            ));
-        } else if !sections.contains(&number) {
-            found.push((
-                line_of(text, at),
-                format!("{SECTION}{number} is not a section of {SPEC}"),
-            ));
-        }
+        found.push((line_of(text, at), what));
     }
     for (at, _) in text.match_indices("SPEC") {
         let part_of_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
