@@ -487,3 +487,39 @@ fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
     assert!(again.patch.is_empty(), "{:#?}", again.patch);
     assert_eq!(again.summary, "pod default/j-* (Job j): already injected");
 }
+
+/// Each shared case through the image-volume route, written to
+/// `target/tmp/injector/patched-image-volume/` for `make injector-manifests`,
+/// which validates them for Kubernetes 1.35 and 1.36.
+#[test]
+fn every_case_through_the_image_volume_route_has_the_volume_and_no_install_container() {
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: crate::install::Mode::ImageVolume,
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tmp/injector/patched-image-volume");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, pod) in pods::cases() {
+        let p = plan(&request(&pod), &install, Scope::Label);
+        let mut out = pod.clone();
+        let ops: json_patch::Patch = serde_json::from_value(Value::Array(p.patch)).unwrap();
+        json_patch::patch(&mut out, &ops).unwrap();
+        let init = out["spec"]["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            init.iter().all(|c| c["name"] != INSTALL_CONTAINER),
+            "{name}"
+        );
+        let volumes = out["spec"]["volumes"].as_array().unwrap();
+        assert!(
+            volumes.iter().any(crate::install::is_bin_image_volume),
+            "{name}"
+        );
+        let text = serde_json::to_string_pretty(&out).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
+    }
+}

@@ -258,3 +258,69 @@ fn expressions(each: &[(&str, &str, &[&str])]) -> Node {
         .collect();
     map([("matchExpressions", Node::List(list))])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Mode;
+
+    fn install(mode: Mode) -> Install {
+        Install {
+            image: "ghcr.io/tandem-sidecar/tandem:0.1.0".into(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn the_checked_in_policy_is_what_the_command_prints_for_the_published_image() {
+        let checked_in = include_str!("../deploy/policy/tandem-injector.yaml");
+        assert!(
+            checked_in == render(&install(Mode::EmptyDir)),
+            "deploy/policy/tandem-injector.yaml is stale: run \
+             tandem-injector policy --image ghcr.io/tandem-sidecar/tandem:0.1.0 > it"
+        );
+        let kustomization = include_str!("../deploy/policy/kustomization.yaml");
+        assert!(kustomization.contains("\n  - tandem-injector.yaml\n"));
+    }
+
+    #[test]
+    fn the_patch_avoids_what_1_36_cannot_take() {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            let patch = cel::patch(&install(mode));
+            // A list `value` is only ever empty or of strings: objects go one by one to `/-`.
+            assert!(!patch.contains("value: [Object"), "{patch}");
+            assert!(!patch.contains("ApplyConfiguration"));
+            let each_object = patch.matches("value: Object.").count();
+            let at_end = patch.matches("/-',\n      value: Object.").count()
+                + patch.matches("/-',\n    value: Object.").count();
+            assert_eq!(each_object, at_end, "every object is added at /-: {patch}");
+            let installs = patch.contains("tandem-install");
+            assert_eq!(installs, mode == Mode::EmptyDir, "{patch}");
+        }
+        let volume = cel::patch(&install(Mode::ImageVolume));
+        assert!(
+            volume.contains("reference: 'ghcr.io/tandem-sidecar/tandem:0.1.0'"),
+            "{volume}"
+        );
+    }
+
+    #[test]
+    fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
+        let text = render(&install(Mode::EmptyDir));
+        for s in crate::sidecars::SIDECARS {
+            assert!(
+                text.contains(&format!("'{}'", s.container)),
+                "{}",
+                s.container
+            );
+            assert!(text.contains(&format!("['{}']", s.preset)), "{}", s.preset);
+        }
+        assert!(text.contains("'http://127.0.0.1:' + ((has(c.env)"));
+        assert!(text.contains("'DAPR_HTTP_PORT'"));
+    }
+
+    #[test]
+    fn cel_strings_escape_quotes_and_backslashes() {
+        assert_eq!(cel::quote(r"a'b\c"), r"'a\'b\\c'");
+    }
+}
