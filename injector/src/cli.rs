@@ -1,11 +1,14 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, each with its variable (the option wins), validated before
-//! anything is opened; a bad or missing value is one line naming the option or
-//! variable, the value and what is expected (exit 64, as the wrapper).
+//! `--image`, `--drain`, each with its variable (the option wins), validated
+//! before anything is opened; a bad or missing value is one line naming the
+//! option or variable, the value and what is expected (exit 64, as the wrapper).
+//! Two variables left out of `--help` shorten the connection limits for tests.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 
+use crate::duration;
+use crate::server::Limits;
 use crate::tls::Files;
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -22,6 +25,8 @@ pub struct Config {
     pub files: Files,
     /// The tandem image the init container runs.
     pub image: String,
+    /// The connections' time limits and the drain on SIGTERM.
+    pub limits: Limits,
 }
 
 /// What the command line asks for.
@@ -67,14 +72,26 @@ const IMAGE: Opt = Opt {
     value: "IMAGE",
     help: "the tandem image the install init container runs",
 };
-const OPTIONS: [&Opt; 4] = [&LISTEN, &CERT, &KEY, &IMAGE];
+const DRAIN: Opt = Opt {
+    flag: "--drain",
+    var: "TANDEM_INJECTOR_DRAIN",
+    value: "DUR",
+    help: "on SIGTERM, keep answering reviews this long, /healthz 503 (default 10s)",
+};
+const OPTIONS: [&Opt; 5] = [&LISTEN, &CERT, &KEY, &IMAGE, &DRAIN];
+
+/// Hidden: how long a kept-alive connection may idle (default 120s), for tests.
+pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
+/// Hidden: a request's time limit from its first byte (default 10s), for tests.
+pub const REQUEST_VAR: &str = "TANDEM_INJECTOR_REQUEST_TIMEOUT";
 
 /// The `--help` text.
 pub fn help() -> String {
     let mut text = String::from(
         "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
-         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\n\
+         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
+         \x20                      [--drain DUR]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
     for o in OPTIONS {
@@ -84,8 +101,9 @@ pub fn help() -> String {
     text.push_str(
         "  --help, --version\n\n\
          Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
-         labelled) and GET /healthz. SIGTERM: stop accepting, answer what is in\n\
-         flight, exit 0. Bad usage exits 64.\n",
+         labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,\n\
+         reviews are answered for --drain, then it stops accepting, answers what is\n\
+         in flight and exits 0. Bad usage exits 64.\n",
     );
     text
 }
@@ -96,7 +114,7 @@ pub fn parse(
     args: impl IntoIterator<Item = OsString>,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
-    let mut given: [Option<OsString>; 4] = Default::default();
+    let mut given: [Option<OsString>; 5] = Default::default();
     let mut parser = lexopt::Parser::from_args(args);
     while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
         match arg {
@@ -134,11 +152,42 @@ pub fn parse(
         Some((from, v)) => parse_image(&from, &v)?,
         None => return Err(missing(&IMAGE)),
     };
+    let mut limits = Limits::default();
+    if let Some((from, v)) = next() {
+        limits.drain = parse_duration(&from, &v, false)?;
+    }
+    for (name, limit) in [
+        (IDLE_VAR, &mut limits.idle),
+        (REQUEST_VAR, &mut limits.request),
+    ] {
+        if let Some(v) = var(name).filter(|v| !v.is_empty()) {
+            *limit = parse_duration(name, &v, true)?;
+        }
+    }
     Ok(Task::Run(Config {
         listen,
         files: Files { cert, key },
         image,
+        limits,
     }))
+}
+
+/// A duration setting; `positive`: zero is refused too.
+fn parse_duration(
+    from: &str,
+    value: &OsString,
+    positive: bool,
+) -> Result<std::time::Duration, String> {
+    let expected = if positive {
+        "a duration above 0, like 500ms or 10s"
+    } else {
+        duration::EXPECTED
+    };
+    value
+        .to_str()
+        .and_then(|s| duration::parse(s).ok())
+        .filter(|d| !(positive && d.is_zero()))
+        .ok_or_else(|| format!("{from} {value:?}: expected {expected}"))
 }
 
 fn missing(o: &Opt) -> String {
@@ -173,6 +222,7 @@ fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     fn run(args: &str, vars: &[(&str, &str)]) -> Result<Task, String> {
         let vars: Vec<(String, OsString)> = vars
@@ -206,6 +256,26 @@ mod tests {
         assert_eq!(c.listen.to_string(), "127.0.0.1:9443");
         assert_eq!(c.files.key, PathBuf::from("/tls/tls.key"));
         assert_eq!(c.image, "ghcr.io/x/tandem:1");
+        assert_eq!(c.limits, Limits::default());
+        let Ok(Task::Run(c)) = run(
+            &format!("{NEEDED} --drain 1m30s"),
+            &[
+                (IDLE_VAR, "3s"),
+                (REQUEST_VAR, "500ms"),
+                ("TANDEM_INJECTOR_DRAIN", "0"),
+            ],
+        ) else {
+            panic!()
+        };
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        assert_eq!(
+            (c.limits.drain, c.limits.idle, c.limits.request),
+            (s(90), s(3), ms(500))
+        );
+        let Ok(Task::Run(c)) = run(NEEDED, &[("TANDEM_INJECTOR_DRAIN", "0")]) else {
+            panic!()
+        };
+        assert_eq!(c.limits.drain, Duration::ZERO);
         assert_eq!(run("--listen [::1]:0 --help", &[]), Ok(Task::Help));
         assert_eq!(run("--version", &[]), Ok(Task::Version));
     }
@@ -250,6 +320,16 @@ mod tests {
                 "--image: missing argument",
             ),
             ("--port 1", &[], "unknown option --port (see --help)"),
+            (
+                NEEDED,
+                &[("TANDEM_INJECTOR_DRAIN", "10")],
+                "TANDEM_INJECTOR_DRAIN \"10\": expected a duration like 500ms, 10s or 1m30s",
+            ),
+            (
+                NEEDED,
+                &[(IDLE_VAR, "0")],
+                "TANDEM_INJECTOR_IDLE_TIMEOUT \"0\": expected a duration above 0",
+            ),
             ("serve", &[], "unexpected argument \"serve\""),
         ];
         for (args, vars, expected) in cases {

@@ -11,8 +11,9 @@
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
 //! | `deadline` | a socket whose reads and writes end by a deadline |
+//! | `duration` | durations on the command line (Go's syntax) |
 //! | `tls` | the certificate files and their reload on change |
-//! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
+//! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
 //! | `log` | stderr lines |
 
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@
 pub mod admission;
 pub mod cli;
 pub mod deadline;
+pub mod duration;
 pub mod http;
 pub mod inject;
 pub mod log;

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Ok(addr) => say!("listening on {addr}; init container image {}", config.image),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
-    if let Err(e) = server::run(listener, tls, config.image, stop) {
+    if let Err(e) = server::run(listener, tls, config.image, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));
     }
     say!("stopped");

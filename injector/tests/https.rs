@@ -237,7 +237,8 @@ fn bad_requests_get_a_4xx_with_the_reason_and_the_server_goes_on() {
 fn a_client_that_sends_slowly_or_nothing_is_cut_off_at_the_deadline() {
     let dir = scratch("slow");
     let pki = Pki::new();
-    let injector = Injector::start(&pki, &dir);
+    // The request limit shortened from 10 s to 2 s (connections.rs tests the rule).
+    let injector = Injector::start_env(&pki, &dir, &[("TANDEM_INJECTOR_REQUEST_TIMEOUT", "2s")]);
     let client = pki.client();
     let started = Instant::now();
 
@@ -267,16 +268,16 @@ fn a_client_that_sends_slowly_or_nothing_is_cut_off_at_the_deadline() {
             break;
         }
         thread::sleep(Duration::from_millis(300));
-        if started.elapsed() > Duration::from_secs(13) && conn.closed_by_server() {
+        if started.elapsed() > Duration::from_secs(3) && conn.closed_by_server() {
             cut = Some(started.elapsed());
             break;
         }
     }
     let cut = cut.expect("the trickling client was never cut off");
-    assert!(cut < Duration::from_secs(20), "cut after {cut:?}");
+    assert!(cut < Duration::from_secs(10), "cut after {cut:?}");
     let silent = silent.join().unwrap();
     assert!(
-        silent >= Duration::from_secs(9) && silent < Duration::from_secs(20),
+        silent >= Duration::from_millis(1800) && silent < Duration::from_secs(10),
         "{silent:?}"
     );
     assert!(
@@ -329,10 +330,10 @@ fn a_renewed_certificate_is_served_without_a_restart() {
 }
 
 #[test]
-fn sigterm_answers_the_review_in_flight_closes_idle_connections_and_exits_0() {
+fn sigterm_with_no_drain_answers_the_review_in_flight_closes_idle_connections_and_exits_0() {
     let dir = scratch("sigterm");
     let pki = Pki::new();
-    let mut injector = Injector::start(&pki, &dir);
+    let mut injector = Injector::start_env(&pki, &dir, &[("TANDEM_INJECTOR_DRAIN", "0")]);
     let client = pki.client();
     let addr = injector.addr;
 
