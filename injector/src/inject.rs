@@ -1,10 +1,12 @@
 //! SPEC §10: which Pods change and how. A pure function from the review's
-//! `request` to a JSONPatch, warnings for `kubectl` and a one-line summary for
-//! the log; it reads the Pod as JSON and never fails: what it cannot read leaves
-//! the Pod unchanged with a warning that says why.
+//! `request` to a JSONPatch, a `Report` of what it did (the annotation
+//! `tandem.dev/injection`, warnings and the log line come from it); it reads
+//! the Pod as JSON and never fails: what it cannot read leaves the Pod
+//! unchanged, and the report says why.
 
 use serde_json::{Map, Value, json};
 
+use crate::report::{Fate, Found, Report, Skip};
 use crate::sidecars::{self, Sidecar};
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
@@ -26,6 +28,10 @@ pub const SHARED_DIR: &str = "/tandem-shared";
 /// Where the init container sees the binary's volume: not `/tandem`, which is
 /// the binary itself in the tandem image.
 pub const INSTALL_DIR: &str = "/opt/tandem";
+/// Where the ServiceAccount admission plugin mounts the API token: a mount
+/// there in the init container keeps the plugin from adding one after this
+/// webhook (which would call it again) and gives it no token it never uses.
+pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The user the init container runs as (distroless' `nonroot`), so it passes
 /// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
 pub const INSTALL_UID: u32 = 65532;
@@ -45,10 +51,13 @@ pub enum Scope {
 pub struct Plan {
     /// JSONPatch operations (RFC 6902); empty leaves the Pod as it is.
     pub patch: Vec<Value>,
-    /// Admission warnings, shown by `kubectl`.
+    /// Admission warnings (`kubectl` shows them for a Pod it creates; the Job
+    /// controller discards them).
     pub warnings: Vec<String>,
     /// What happened, for the injector's log.
     pub summary: String,
+    /// What it did to a Job's Pod; `None` for any other object.
+    pub report: Option<Report>,
 }
 
 impl Plan {
@@ -68,16 +77,14 @@ pub fn plan(request: &Value, image: &str, scope: Scope) -> Plan {
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
-    match change(pod, image) {
-        Ok(mut plan) => {
-            plan.summary = format!("{name}: {}", plan.summary);
-            plan
-        }
-        Err(problem) => Plan {
-            warnings: vec![format!("tandem-injector: Pod not injected: {problem}")],
-            summary: format!("{name}: not injected: {problem}"),
-            ..Plan::default()
-        },
+    let (mut patch, report) =
+        change(pod, image).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    patch.extend(report.annotate(&pod["metadata"]));
+    Plan {
+        patch,
+        warnings: report.warnings(),
+        summary: format!("{name}: {}", report.line()),
+        report: Some(report),
     }
 }
 
@@ -202,8 +209,9 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
     Ok(found)
 }
 
-/// The change for an opted-in Job's Pod, or the problem that prevents it.
-fn change(pod: &Value, image: &str) -> Result<Plan, String> {
+/// The change for an opted-in Job's Pod and its report, or the problem that
+/// prevents it.
+fn change(pod: &Value, image: &str) -> Result<(Vec<Value>, Report), String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -228,42 +236,41 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
     let classic: Vec<&Sidecar> = known(&main, |_| true);
     let native: Vec<&Sidecar> = known(&init, |c| c.always);
 
-    let mut warnings = Vec::new();
+    let mut report = Report {
+        earlier: injected,
+        ..Report::default()
+    };
     let mut wrapped = Vec::new();
     for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
-        if injected {
-            // A second call (reinvocation): the containers changed the first time.
-            if c.runs_tandem() {
-                wrapped.push(c);
-            }
-            continue;
-        }
-        match c.command.as_deref() {
-            None | Some([]) => warnings.push(format!(
-                "tandem-injector: container {:?} not injected: it has no command \
-                 (set command to its image's entrypoint)",
-                c.name
-            )),
+        let fate = match c.command.as_deref() {
+            // A reinvocation: the containers it wrapped the first time.
+            _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
+            None | Some([]) => Fate::Skipped(Skip::NoCommand),
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
-                warnings.push(format!(
-                    "tandem-injector: container {:?} left as is: it already runs tandem",
-                    c.name
-                ))
+                Fate::Skipped(Skip::OwnTandem)
             }
-            Some(_) => wrapped.push(c),
-        }
-    }
-    if wrapped.is_empty() {
-        let summary = if injected {
-            "already injected"
-        } else {
-            "no container to inject"
+            Some(_) if injected => Fate::Skipped(Skip::AddedLater),
+            Some(_) => Fate::Wrapped(Found::Spec, String::new()),
         };
-        return Ok(Plan {
-            warnings,
-            summary: summary.into(),
-            ..Plan::default()
-        });
+        if matches!(fate, Fate::Wrapped(..)) {
+            wrapped.push(c);
+        }
+        report.containers.push((c.name.to_string(), fate));
+    }
+    // A job container without tandem may still run when the others end: they
+    // wait for the sidecars but never quit them (kubelet's rule for native ones).
+    let unwrapped = report
+        .containers
+        .iter()
+        .any(|(_, f)| matches!(f, Fate::Skipped(s) if s.runs_without_tandem()));
+    let (classic, native) = if unwrapped {
+        report.not_quit = classic.iter().map(|s| s.container.to_string()).collect();
+        (Vec::new(), [classic, native].concat())
+    } else {
+        (classic, native)
+    };
+    if wrapped.is_empty() {
+        return Ok((Vec::new(), report));
     }
 
     let several = wrapped.len() > 1;
@@ -303,25 +310,19 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
     }
 
     let names: Vec<&str> = wrapped.iter().map(|c| c.name).collect();
-    let mut told = Vec::new();
     for c in &wrapped {
         let vars = variables(c, &classic, &native, several.then_some(&names[..]));
         if !vars.is_empty() {
-            told.push(format!("{} ({})", c.name, describe(&vars)));
+            if let Some((_, Fate::Wrapped(_, told))) =
+                report.containers.iter_mut().find(|(n, _)| n == c.name)
+            {
+                *told = describe(&vars);
+            }
             let at = format!("/spec/containers/{}/env", c.index);
             append(&mut patch, &at, c.env.is_some(), vars);
         }
     }
-    let summary = match (injected, told.is_empty()) {
-        (true, true) => "already injected".to_string(),
-        (true, false) => format!("already injected; added {}", told.join(", ")),
-        (false, _) => format!("injected {}{}", names.join(", "), with(&told)),
-    };
-    Ok(Plan {
-        patch,
-        warnings,
-        summary,
-    })
+    Ok((patch, report))
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
@@ -387,14 +388,6 @@ fn describe(vars: &[Value]) -> String {
     each.join(" ")
 }
 
-fn with(told: &[String]) -> String {
-    if told.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", told.join(", "))
-    }
-}
-
 /// Operations that add `items` to the list at `path`: the whole list when the
 /// field is not there, else one append each.
 fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
@@ -414,7 +407,10 @@ fn install_container(image: &str) -> Value {
         "name": INSTALL_CONTAINER,
         "image": image,
         "command": ["/tandem", "--install-to", INSTALL_DIR],
-        "volumeMounts": [{"name": BIN_VOLUME, "mountPath": INSTALL_DIR}],
+        "volumeMounts": [
+            {"name": BIN_VOLUME, "mountPath": INSTALL_DIR},
+            {"name": BIN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": true},
+        ],
         "resources": {
             "requests": {"cpu": "10m", "memory": "16Mi"},
             "limits": {"memory": "16Mi"},

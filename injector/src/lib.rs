@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
 //! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
@@ -14,6 +15,7 @@
 //! | `duration` | durations on the command line (Go's syntax) |
 //! | `tls` | the certificate files and their reload on change |
 //! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
+//! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
 
 #![warn(missing_docs)]
@@ -25,6 +27,8 @@ pub mod duration;
 pub mod http;
 pub mod inject;
 pub mod log;
+pub mod metrics;
+pub mod report;
 pub mod server;
 pub mod sidecars;
 pub mod tls;

@@ -20,6 +20,7 @@ use crate::admission;
 use crate::deadline::Deadline;
 use crate::http::{self, Failure, Request, Status};
 use crate::inject::Scope;
+use crate::metrics::{self, Counter};
 use crate::say;
 
 /// Connections served at once, at most; more wait in the listen backlog.
@@ -225,13 +226,18 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
         tls.sock.renew(limits.request);
         match http::read_request(&mut tls, &mut buf) {
             Ok(request) => {
+                let read = Instant::now();
                 // While draining, each connection closes after its answer, so
                 // none is left idle, open to a request, when the drain ends.
                 let keep = request.keep_alive && !shared.draining();
                 let (status, kind, body) = route(shared, &request, peer);
                 if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
+                    metrics::count(Counter::ErrorConnection);
                     say!("warning: {peer}: answering: {e}");
                     return;
+                }
+                if request.path.starts_with("/mutate") && status == http::OK {
+                    metrics::observe(read.elapsed());
                 }
                 if !keep {
                     break;
@@ -239,6 +245,7 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
             }
             Err(Failure::Closed) => return,
             Err(Failure::Refused(status, reason)) => {
+                metrics::count(Counter::ErrorBadRequest);
                 say!("warning: {peer}: {} {}: {reason}", status.0, status.1);
                 let body = format!("tandem-injector: {reason}\n");
                 let _ =
@@ -258,8 +265,10 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
 /// closes with nothing unread (`nothing_read`) is not.
 fn failed(peer: SocketAddr, e: &io::Error, nothing_read: bool) {
     if e.kind() == io::ErrorKind::InvalidData {
+        metrics::count(Counter::ErrorTls);
         say!("warning: {peer}: TLS: {e}");
     } else if e.kind() != io::ErrorKind::UnexpectedEof || !nothing_read {
+        metrics::count(Counter::ErrorConnection);
         say!("warning: {peer}: {e}");
     }
 }
@@ -275,18 +284,22 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
                 (http::OK, "text/plain", b"ok\n".to_vec())
             };
         }
-        "/mutate" => Scope::Label,
-        "/mutate/namespace" => Scope::Namespace,
-        "/healthz" => {
+        "/metrics" if request.method == "GET" => {
             return (
-                http::METHOD_NOT_ALLOWED,
-                "text/plain",
-                b"GET /healthz\n".to_vec(),
+                http::OK,
+                metrics::CONTENT_TYPE,
+                metrics::render().into_bytes(),
             );
         }
+        "/mutate" => Scope::Label,
+        "/mutate/namespace" => Scope::Namespace,
+        "/healthz" | "/metrics" => {
+            let text = format!("GET {}\n", request.path);
+            return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
+        }
         _ => {
-            let text =
-                "tandem-injector: no such path: POST /mutate or /mutate/namespace, GET /healthz\n";
+            let text = "tandem-injector: no such path: POST /mutate or /mutate/namespace, \
+                        GET /healthz or /metrics\n";
             return (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec());
         }
     };
@@ -296,15 +309,19 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
     }
     match admission::answer(&request.body, &shared.image, scope) {
         Ok(answer) => {
-            let warnings: String = answer
-                .warnings
-                .iter()
-                .map(|w| format!("; warning: {w}"))
-                .collect();
-            say!("{}{warnings}", answer.summary);
+            say!("{}", answer.summary);
+            metrics::count(if answer.changed {
+                Counter::ReviewChanged
+            } else {
+                Counter::ReviewUnchanged
+            });
+            if let Some(report) = &answer.report {
+                report.count();
+            }
             (http::OK, "application/json", answer.body)
         }
         Err(reason) => {
+            metrics::count(Counter::ErrorBadReview);
             say!("warning: {peer}: 400: {reason}");
             let text = format!("tandem-injector: {reason}\n");
             (http::BAD_REQUEST, "text/plain", text.into_bytes())

@@ -68,6 +68,10 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
                 .unwrap()["name"],
             "tandem-install"
         );
+        assert!(
+            patched["metadata"]["annotations"]["tandem.dev/injection"].is_string(),
+            "{name}"
+        );
         if name == "no-command" {
             let warning = response["warnings"][0].as_str().unwrap();
             assert!(
@@ -100,19 +104,44 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
         .unwrap();
     }
     let log = injector.log();
+    for line in [
+        "pod default/no-command-* (Job no-command): wrapped job (command from the spec); \
+         not wrapped: uploader: it has no command (set command to its image's entrypoint)",
+        "pod default/istio-classic-* (Job istio-classic): wrapped job (command from the spec; \
+         added TANDEM_MESH=istio)",
+        "pod default/istio-classic-* (Job istio-classic): wrapped job (by an earlier review)",
+    ] {
+        assert!(
+            log.contains(&format!("tandem-injector: {line}\n")),
+            "{line}\n{log}"
+        );
+    }
+}
+
+#[test]
+fn a_dry_run_is_answered_the_same_and_logged_as_one() {
+    let dir = scratch("dry-run");
+    let pki = Pki::new();
+    let injector = Injector::start(&pki, &dir);
+    let client = pki.client();
+    let pod = job_pod("dry", vec![job_container("job")], vec![]);
+    let mut dry = review("dry", &pod);
+    dry["request"]["dryRun"] = json!(true);
+    let wet = client.review(injector.addr, &review("dry", &pod)).json();
+    let answer = client.review(injector.addr, &dry).json();
+    assert_eq!(answer, wet);
+    let (patched, _) = apply(&pod, &answer);
+    assert_eq!(
+        patched["metadata"]["annotations"]["tandem.dev/injection"],
+        "wrapped job (command from the spec)"
+    );
+    let log = injector.log();
+    let line = "pod default/dry-* (Job dry): wrapped job (command from the spec)";
     assert!(
-        log.contains(
-            "pod default/no-command-* (Job no-command): injected job; warning: tandem-injector: \
-             container \"uploader\" not injected"
-        ),
+        log.contains(&format!("tandem-injector: dry run: {line}\n")),
         "{log}"
     );
-    assert!(
-        log.contains(
-            "pod default/istio-classic-* (Job istio-classic): injected job: job (TANDEM_MESH=istio)"
-        ),
-        "{log}"
-    );
+    assert!(log.contains(&format!("tandem-injector: {line}\n")), "{log}");
 }
 
 #[test]
@@ -196,7 +225,7 @@ fn bad_requests_get_a_4xx_with_the_reason_and_the_server_goes_on() {
     assert_eq!(
         client
             .connect(addr)
-            .send("GET", "/metrics", b"")
+            .send("GET", "/nowhere", b"")
             .unwrap()
             .status,
         404
