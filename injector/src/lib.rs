@@ -14,6 +14,7 @@
 //! | `deadline` | a socket whose reads and writes end by a deadline |
 //! | `duration` | durations on the command line (Go's syntax) |
 //! | `tls` | the certificate files and their reload on change |
+//! | `routes` | what each path answers; a review logged and counted |
 //! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
@@ -29,6 +30,7 @@ pub mod inject;
 pub mod log;
 pub mod metrics;
 pub mod report;
+pub mod routes;
 pub mod server;
 pub mod sidecars;
 pub mod tls;

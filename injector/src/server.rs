@@ -16,11 +16,10 @@ use std::time::{Duration, Instant};
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
-use crate::admission;
 use crate::deadline::Deadline;
-use crate::http::{self, Failure, Request, Status};
-use crate::inject::Scope;
+use crate::http::{self, Failure};
 use crate::metrics::{self, Counter};
+use crate::routes;
 use crate::say;
 
 /// Connections served at once, at most; more wait in the listen backlog.
@@ -230,7 +229,8 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                 // While draining, each connection closes after its answer, so
                 // none is left idle, open to a request, when the drain ends.
                 let keep = request.keep_alive && !shared.draining();
-                let (status, kind, body) = route(shared, &request, peer);
+                let (status, kind, body) =
+                    routes::answer(&request, &shared.image, shared.draining(), peer);
                 if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
                     metrics::count(Counter::ErrorConnection);
                     say!("warning: {peer}: answering: {e}");
@@ -270,62 +270,6 @@ fn failed(peer: SocketAddr, e: &io::Error, nothing_read: bool) {
     } else if e.kind() != io::ErrorKind::UnexpectedEof || !nothing_read {
         metrics::count(Counter::ErrorConnection);
         say!("warning: {peer}: {e}");
-    }
-}
-
-/// The answer to one request: status, content type, body.
-fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'static str, Vec<u8>) {
-    let scope = match request.path.as_str() {
-        "/healthz" if request.method == "GET" => {
-            return if shared.draining() {
-                let text = b"draining: this replica is stopping\n".to_vec();
-                (http::UNAVAILABLE, "text/plain", text)
-            } else {
-                (http::OK, "text/plain", b"ok\n".to_vec())
-            };
-        }
-        "/metrics" if request.method == "GET" => {
-            return (
-                http::OK,
-                metrics::CONTENT_TYPE,
-                metrics::render().into_bytes(),
-            );
-        }
-        "/mutate" => Scope::Label,
-        "/mutate/namespace" => Scope::Namespace,
-        "/healthz" | "/metrics" => {
-            let text = format!("GET {}\n", request.path);
-            return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
-        }
-        _ => {
-            let text = "tandem-injector: no such path: POST /mutate or /mutate/namespace, \
-                        GET /healthz or /metrics\n";
-            return (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec());
-        }
-    };
-    if request.method != "POST" {
-        let text = format!("tandem-injector: {} takes POST\n", request.path);
-        return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
-    }
-    match admission::answer(&request.body, &shared.image, scope) {
-        Ok(answer) => {
-            say!("{}", answer.summary);
-            metrics::count(if answer.changed {
-                Counter::ReviewChanged
-            } else {
-                Counter::ReviewUnchanged
-            });
-            if let Some(report) = &answer.report {
-                report.count();
-            }
-            (http::OK, "application/json", answer.body)
-        }
-        Err(reason) => {
-            metrics::count(Counter::ErrorBadReview);
-            say!("warning: {peer}: 400: {reason}");
-            let text = format!("tandem-injector: {reason}\n");
-            (http::BAD_REQUEST, "text/plain", text.into_bytes())
-        }
     }
 }
 
