@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
 //! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
@@ -18,6 +19,8 @@
 //! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
+//! | `policy` | the same change as admission policies (`policy`), and their CEL |
+//! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
 
@@ -27,10 +30,13 @@ pub mod deadline;
 pub mod duration;
 pub mod http;
 pub mod inject;
+pub mod install;
 pub mod log;
 pub mod metrics;
+pub mod policy;
 pub mod report;
 pub mod routes;
 pub mod server;
 pub mod sidecars;
 pub mod tls;
+pub mod yaml;

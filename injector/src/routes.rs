@@ -7,14 +7,16 @@ use std::net::SocketAddr;
 use crate::admission;
 use crate::http::{self, Request, Status};
 use crate::inject::Scope;
+use crate::install::Install;
 use crate::metrics::{self, Counter};
 use crate::say;
 
-/// The answer to one request from `peer`: status, content type, body. `image`
-/// is the tandem image for the init container; `draining`: SIGTERM came.
+/// The answer to one request from `peer`: status, content type, body.
+/// `install` is the tandem image and its route into the Pods; `draining`:
+/// SIGTERM came.
 pub fn answer(
     request: &Request,
-    image: &str,
+    install: &Install,
     draining: bool,
     peer: SocketAddr,
 ) -> (Status, &'static str, Vec<u8>) {
@@ -50,7 +52,7 @@ pub fn answer(
         let text = format!("tandem-injector: {} takes POST\n", request.path);
         return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
-    match admission::answer(&request.body, image, scope) {
+    match admission::answer(&request.body, install, scope) {
         Ok(answer) => {
             say!("{}", answer.summary);
             metrics::count(if answer.changed {

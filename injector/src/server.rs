@@ -18,6 +18,7 @@ use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use crate::deadline::Deadline;
 use crate::http::{self, Failure};
+use crate::install::Install;
 use crate::metrics::{self, Counter};
 use crate::routes;
 use crate::say;
@@ -61,7 +62,7 @@ impl Default for Limits {
 /// What every connection shares.
 struct Shared {
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     limits: Limits,
     /// Readable once SIGTERM came: draining.
     stop: UnixStream,
@@ -86,18 +87,18 @@ fn readable(socket: &UnixStream) -> bool {
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
 /// or the peer closed), drains for `limits.drain`, then finishes what is in
-/// flight. `image` is the tandem image for the init container.
+/// flight. `install` is the tandem image and its route into the Pods.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     limits: Limits,
     stop: UnixStream,
 ) -> io::Result<()> {
     let (closing, close) = UnixStream::pair()?;
     let shared = Arc::new(Shared {
         tls,
-        image,
+        install,
         limits,
         stop,
         closing,
@@ -230,7 +231,7 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                 // none is left idle, open to a request, when the drain ends.
                 let keep = request.keep_alive && !shared.draining();
                 let (status, kind, body) =
-                    routes::answer(&request, &shared.image, shared.draining(), peer);
+                    routes::answer(&request, &shared.install, shared.draining(), peer);
                 if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
                     metrics::count(Counter::ErrorConnection);
                     say!("warning: {peer}: answering: {e}");
