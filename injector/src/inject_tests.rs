@@ -322,12 +322,31 @@ fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
     let line = annotation(&out);
     assert!(
         line.ends_with(
-            "istio-proxy not told to quit, as a job container runs without tandem: \
-             the Pod may not complete until they stop"
+            "the sidecars (istio-proxy) are not told to quit, as a job container runs \
+             without tandem: the Pod may not complete until they stop"
         ),
         "{line}"
     );
     assert!(plan.summary.ends_with(line), "the log says the same");
+
+    // docs/injector.md quotes this line for a Pod of report, uploader and istio-proxy.
+    let doc = job_pod(
+        "nightly-report",
+        vec![
+            job_container("report"),
+            container("uploader", pods::JOB_IMAGE, None, &["--to=s3"]),
+            istio_proxy(false),
+        ],
+        vec![],
+    );
+    assert_eq!(
+        annotation(&injected(&doc).1),
+        "wrapped report (command from the spec; added \
+         TANDEM_READY_URLS=http://127.0.0.1:15021/healthz/ready); not wrapped: uploader: \
+         it has no command (set command to its image's entrypoint); the sidecars \
+         (istio-proxy) are not told to quit, as a job container runs without tandem: \
+         the Pod may not complete until they stop"
+    );
 
     // Reinvoked after another webhook: nothing more, the annotation stays.
     let (again, twice) = injected(&out);
@@ -600,7 +619,10 @@ fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
     // The image volume marks the Pod changed: a second review adds nothing.
     let again = plan(&request(&out), &install, Scope::Label);
     assert!(again.patch.is_empty(), "{:#?}", again.patch);
-    assert_eq!(again.summary, "pod default/j-* (Job j): wrapped job (by an earlier review)");
+    assert_eq!(
+        again.summary,
+        "pod default/j-* (Job j): wrapped job (by an earlier review)"
+    );
 }
 
 /// Each shared case through the image-volume route, written to

@@ -158,8 +158,8 @@ impl Report {
         }
         if !self.not_quit.is_empty() {
             parts.push(format!(
-                "{} not told to quit, as a job container runs without tandem: \
-                 the Pod may not complete until they stop",
+                "the sidecars ({}) are not told to quit, as a job container runs \
+                 without tandem: the Pod may not complete until they stop",
                 self.not_quit.join(", ")
             ));
         }
