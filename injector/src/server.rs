@@ -1,10 +1,9 @@
-//! The HTTPS server: one thread per connection up to a cap (past it, new
-//! connections wait in the listen backlog), each request within a time limit
-//! from its first byte, kept-alive connections open while they idle up to a
-//! limit, and a drain on SIGTERM: when the stop socket turns readable, `/healthz`
-//! answers 503 while reviews are still answered (new connections included) for
-//! the drain period; then it stops accepting, closes idle connections, answers
-//! the requests in flight and returns once every connection has ended.
+//! The HTTPS server: one thread per connection up to a cap (more wait in the
+//! listen backlog), each request within a time limit from its first byte, idle
+//! kept-alive connections open up to a limit, and a drain on SIGTERM (the stop
+//! socket readable): `/healthz` 503, reviews still answered for the drain; then
+//! it stops accepting, closes idle connections, answers those in flight and
+//! returns once every connection has ended.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
