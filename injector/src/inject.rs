@@ -270,7 +270,10 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         .iter()
         .any(|(_, f)| matches!(f, Fate::Skipped(s) if s.runs_without_tandem()));
     let (classic, native) = if unwrapped {
-        report.not_quit = classic.iter().map(|s| s.container.to_string()).collect();
+        // Unless a wrapped one quits them by its own (or an earlier) TANDEM_MESH.
+        if !wrapped.iter().any(|c| c.sets("TANDEM_MESH")) {
+            report.not_quit = classic.iter().map(|s| s.container.to_string()).collect();
+        }
         (Vec::new(), [classic, native].concat())
     } else {
         (classic, native)

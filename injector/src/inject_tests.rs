@@ -372,6 +372,30 @@ fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
         vars.contains(&ready) && !vars.iter().any(|(n, _)| n == "TANDEM_MESH"),
         "{vars:?}"
     );
+
+    // A job container a later webhook added beside wrapped ones that quit istio:
+    // the line says it is not wrapped, and claims no sidecar is left running.
+    let (_, once) = injected(&job_pod(
+        "j",
+        vec![job_container("job"), istio_proxy(false)],
+        vec![],
+    ));
+    let mut added = once.clone();
+    added["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(job_container("late"));
+    let (again, _) = injected(&added);
+    assert!(again.patch.is_empty(), "{:#?}", again.patch);
+    assert!(
+        again.summary.ends_with(
+            "wrapped job (by an earlier review); not wrapped: late: it was added after tandem \
+             was injected (by a webhook called later: prefix its command with /tandem/tandem -- \
+             in that webhook's template)"
+        ),
+        "{}",
+        again.summary
+    );
 }
 
 #[test]
