@@ -103,7 +103,6 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
         )
         .unwrap();
     }
-    let log = injector.log();
     for line in [
         "pod default/no-command-* (Job no-command): wrapped job (command from the spec); \
          not wrapped: uploader: it has no command (set command to its image's entrypoint)",
@@ -111,10 +110,9 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
          added TANDEM_MESH=istio)",
         "pod default/istio-classic-* (Job istio-classic): wrapped job (by an earlier review)",
     ] {
-        assert!(
-            log.contains(&format!("tandem-injector: {line}\n")),
-            "{line}\n{log}"
-        );
+        // A whole line: the log reader may lag behind the answers.
+        let got = injector.wait_log(&format!("tandem-injector: {line}"));
+        assert_eq!(got, format!("tandem-injector: {line}"));
     }
 }
 
@@ -135,12 +133,10 @@ fn a_dry_run_is_answered_the_same_and_logged_as_one() {
         patched["metadata"]["annotations"]["tandem.dev/injection"],
         "wrapped job (command from the spec)"
     );
-    let log = injector.log();
+    // Each answer's line is logged before it is sent; the log reader may lag.
     let line = "pod default/dry-* (Job dry): wrapped job (command from the spec)";
-    assert!(
-        log.contains(&format!("tandem-injector: dry run: {line}\n")),
-        "{log}"
-    );
+    injector.wait_log(&format!("tandem-injector: dry run: {line}"));
+    let log = injector.log();
     assert!(log.contains(&format!("tandem-injector: {line}\n")), "{log}");
 }
 

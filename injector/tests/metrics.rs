@@ -4,6 +4,8 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::pods::{self, review};
@@ -98,10 +100,21 @@ fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
     assert_eq!(client.review(injector.addr, &secret).status, 200);
     assert_eq!(client.post(injector.addr, "/mutate", b"{").status, 400);
 
-    let answer = client
-        .connect(injector.addr)
-        .send("GET", "/metrics", b"")
-        .unwrap();
+    // A review is timed once its answer is written, so the last one's time may
+    // land just after the client read it: read until all are in (hang guard 10 s).
+    let latency = "tandem_injector_review_duration_seconds";
+    let timed = format!("{latency}_count {}\n", cases.len() + 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let answer = client
+            .connect(injector.addr)
+            .send("GET", "/metrics", b"")
+            .unwrap();
+        if answer.text().contains(&timed) || Instant::now() > deadline {
+            break answer;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(answer.status, 200);
     assert_eq!(
         answer.header("content-type"),
@@ -142,7 +155,6 @@ fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
         0.0
     );
 
-    let latency = "tandem_injector_review_duration_seconds";
     let histogram = &families[latency];
     assert_eq!(histogram.kind, "histogram");
     let buckets: Vec<(f64, f64)> = histogram
