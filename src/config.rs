@@ -6,36 +6,32 @@
 //! Each setting is read through its row of the option table (`cli::options`) by
 //! `sources`, which also shapes every bad-value message; `endpoints` gathers the
 //! sidecar URLs and fills in the `presets` (`--mesh`); `job_containers` the three
-//! settings of several job containers; `peers` holds the peers' variables that
-//! have no option; `typos` the `TANDEM_` variables tandem does not
-//! know. Each kind of value has its file: `duration`, `boolean`, `url`, `list`.
+//! settings of several job containers; `peers` reads the peers' variables that
+//! have no option (`cli::peers` names them); `typos` the `TANDEM_` variables
+//! tandem does not know. The values' own parsers are below, in `value`; the
+//! validated types the phases read, in `settings`.
 
-pub mod boolean;
 mod check;
-pub mod duration;
 mod endpoints;
 mod job_containers;
-pub mod list;
-pub mod peers;
+mod peers;
 pub mod presets;
-mod settings;
 mod sources;
 mod typos;
-pub mod url;
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use log::LevelFilter;
 
+use crate::cli::peers::LINKERD_DISABLED;
 use crate::cli::{Cli, options};
-use crate::exit::Error;
+use crate::exit::{Error, invalid};
 use crate::logger::{self, Format};
+use crate::settings::{Config, ForwardTo, QuitConfig, ReadyConfig};
 use crate::termination_message;
+use crate::value::duration;
 use endpoints::Endpoints;
-pub use job_containers::JobContainers;
-pub use settings::{Check, Config, ForwardTo, PkillFallback, QuitConfig, ReadyConfig};
-pub(crate) use sources::invalid;
 use sources::{Sources, parse_with};
 
 /// Default bound on the whole quit phase.
@@ -128,7 +124,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let mut quit = quit_config(&src, endpoints, quit_timeout)?;
     let warnings = peers::no_effect_warnings(&src)?;
     // linkerd-await's switch: run the app as if tandem were not there.
-    let disabled = src.var(peers::LINKERD_DISABLED)?;
+    let disabled = src.var(LINKERD_DISABLED)?;
     if disabled.is_some() {
         checks.clear();
         quit = QuitConfig {

@@ -65,6 +65,12 @@ impl fmt::Display for Error {
     }
 }
 
+/// A bad value of a setting, in the one shape of every such line (SPEC §2):
+/// `name` is the option or variable, `expected` what would have been valid.
+pub fn invalid(name: &str, value: &str, expected: &str) -> Error {
+    Error::Usage(format!("invalid {name} {value:?}: expected {expected}"))
+}
+
 /// How a run (or a `--wait-only` wait) ended.
 #[derive(Debug)]
 pub enum Outcome {

@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 
 use tandem::cli::{self, Cli, Task, help};
-use tandem::config::{self, Config};
+use tandem::config;
 use tandem::event::{self, Channel};
 use tandem::exit::{self, Outcome};
+use tandem::settings::Config;
 use tandem::signals::{self, Relay};
 use tandem::termination_message::Target;
 use tandem::{child, install, logger, quit, ready, reap};
@@ -48,7 +49,7 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
         Task::Run(cmd, args) => {
             let Started(cfg, relay, channel) = start(&cli, &mut told)?;
             reap::become_subreaper();
-            let outcome = match ready::wait(&cfg.ready, &channel, true) {
+            let outcome = match ready::wait(&cfg.ready, &channel) {
                 Err(end) => end,
                 Ok(()) => child::start(cmd, args, &relay, &channel.events, cfg.forward_to)
                     .and_then(|(pid, job)| reap::wait_for(pid, &relay, job))
@@ -72,7 +73,7 @@ fn start(cli: &Cli, told: &mut Target) -> Result<Started, ExitCode> {
     let signals = signals::register().map_err(|e| exit::fail(&e, told))?;
     let cfg = config::read(cli).map_err(|e| exit::fail(&e, told))?;
     *told = cfg.termination_log.clone();
-    quit::prepare(&cfg.quit, &cli.task).map_err(|e| exit::fail(&e, told))?;
+    quit::prepare(&cfg.quit, cli.task.sends_quits()).map_err(|e| exit::fail(&e, told))?;
     let channel = event::channel();
     // The relay thread lives as long as the process: a handler may write until the end.
     let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| exit::fail(&e, told))?;

@@ -15,11 +15,10 @@ mod sidecar;
 
 use std::time::{Duration, Instant};
 
-use crate::cli::Task;
-use crate::config::{PkillFallback, QuitConfig};
 use crate::event::Channel;
 use crate::exit::{Error, Outcome};
 use crate::http;
+use crate::settings::{PkillFallback, QuitConfig};
 use crate::siblings::{self, Turn};
 use fanout::Fanout;
 use sidecar::stop_sidecar_by;
@@ -73,13 +72,13 @@ pub fn after(q: &QuitConfig, outcome: &Outcome, channel: &Channel) -> Option<Str
 
 /// What the quit phase needs before anything else starts: the settings that have
 /// no effect said once, and with several job containers, this container's place
-/// in the shared directory for the tasks that send quits (a failure to take it is
+/// in the shared directory when this task `sends_quits` (a failure to take it is
 /// a bad value, SPEC §9). `--wait-only` takes no place: it ends without
 /// recording, and would count as a container that vanished.
-pub fn prepare(q: &QuitConfig, task: &Task) -> Result<(), Error> {
+pub fn prepare(q: &QuitConfig, sends_quits: bool) -> Result<(), Error> {
     warn_about_ignored(q);
-    match (&q.job_containers, task) {
-        (Some(jobs), Task::Run(..) | Task::QuitOnly) => siblings::join(jobs),
+    match &q.job_containers {
+        Some(jobs) if sends_quits => siblings::join(jobs),
         _ => Ok(()),
     }
 }
@@ -187,7 +186,7 @@ mod tests {
     use std::collections::HashMap;
     use std::ffi::OsString;
 
-    use crate::config::url::HttpUrl;
+    use crate::value::url::HttpUrl;
 
     const GENERIC: &str = "http://127.0.0.1:8080/quit";
 

@@ -25,9 +25,9 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, ErrorKind, Write};
 use std::sync::OnceLock;
 
-use crate::config::{JobContainers, invalid};
 use crate::event::Channel;
-use crate::exit::Error;
+use crate::exit::{Error, invalid};
+use crate::settings::JobContainers;
 use files::{enter, lock_dir};
 use watch::{Arrivals, Woken};
 

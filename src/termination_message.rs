@@ -74,7 +74,7 @@ pub fn write(target: &Target, message: &str) {
 /// `message` as one line of at most 4 KiB: newlines become blanks, URLs lose
 /// their `user:password@`, and a long one is cut at a character boundary.
 fn one_line(message: &str) -> String {
-    let mut line: String = crate::config::url::redact(message)
+    let mut line: String = crate::value::url::redact(message)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();

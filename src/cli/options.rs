@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::Task;
+use super::task::Task;
 
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

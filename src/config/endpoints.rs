@@ -1,13 +1,15 @@
 //! The sidecar URLs as set, with the `--mesh` presets filled in where nothing
 //! explicit was (SPEC §2, §6).
 
-use super::Check;
+use super::peers;
 use super::presets::{self, Preset, Role};
-use super::sources::{Sources, invalid, parse_checks, parse_with};
-use super::url::{self, HttpUrl};
-use super::{list, peers};
+use super::sources::{Sources, parse_checks, parse_with};
 use crate::cli::options;
-use crate::exit::Error;
+use crate::cli::peers::GENERIC_READY_ENDPOINTS;
+use crate::exit::{Error, invalid};
+use crate::settings::Check;
+use crate::value::list;
+use crate::value::url::{self, HttpUrl};
 
 /// The sidecar URLs as set, with the `--mesh` presets filled in.
 pub(super) struct Endpoints {
@@ -33,7 +35,7 @@ impl Endpoints {
             generic: src.url_list(&options::QUIT)?,
         };
         // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
-        if let Some(found) = src.var(&[peers::GENERIC_READY_ENDPOINTS])? {
+        if let Some(found) = src.var(&[GENERIC_READY_ENDPOINTS])? {
             endpoints.ready.extend(parse_checks(&found)?);
         }
         endpoints.ready.extend(peers::wait_checks(src)?);

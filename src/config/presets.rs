@@ -107,7 +107,7 @@ mod tests {
     fn every_preset_url_is_valid_and_local() {
         for p in PRESETS {
             for url in p.ready.iter().chain([&p.quit]) {
-                let parsed = crate::config::url::HttpUrl::parse(url).unwrap();
+                let parsed = crate::value::url::HttpUrl::parse(url).unwrap();
                 assert!(parsed.is_local(), "{url}");
             }
         }

@@ -27,7 +27,7 @@ pub(super) fn log_result(
     whose: Whose,
     result: &Result<u16, http::Failure>,
 ) -> Option<String> {
-    let shown = crate::config::url::redact(url);
+    let shown = crate::value::url::redact(url);
     let (line, level) = match result {
         Ok(status) if (200..300).contains(status) => {
             (format!("quit POST {shown}: {status}"), Level::Info)
@@ -112,7 +112,7 @@ fn not_enabled_hint(url: &str, status: u16) -> Option<&'static str> {
 /// Cloud SQL Auth Proxy serves `/quitquitquit` on its admin port 9091 only when
 /// started with `--quitquitquit` (SPEC §6).
 fn refused_hint(url: &str, failure: &http::Failure) -> Option<&'static str> {
-    let cloudsql = crate::config::url::HttpUrl::parse(url)
+    let cloudsql = crate::value::url::HttpUrl::parse(url)
         .is_ok_and(|u| u.port == 9091 && path_of(url) == "/quitquitquit");
     (cloudsql && failure.no_connection)
         .then_some("nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit")

@@ -8,8 +8,8 @@ use ureq::Agent;
 use super::fanout::{no_answer, post_one};
 use super::hints::{Whose, log_result};
 use super::{SidecarStop, pilot_agent};
-use crate::config::PkillFallback;
 use crate::deadline::run_by;
+use crate::settings::PkillFallback;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
 /// scan and a `kill`), at most a tenth of what is left.

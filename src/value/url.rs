@@ -7,10 +7,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 // Only the schemes this build accepts: naming https:// in a build without TLS
 // would send the user to a value that is refused next.
 #[cfg(feature = "rustls")]
-pub(super) const EXPECTED_URL: &str =
+pub(crate) const EXPECTED_URL: &str =
     "an http:// or https:// URL with a host and a port from 1 to 65535";
 #[cfg(not(feature = "rustls"))]
-pub(super) const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
+pub(crate) const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
 
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +127,7 @@ fn authority_len(rest: &str) -> usize {
 }
 
 /// Splits `host[:port]` into a validated host and the port text, if any.
-pub(super) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
+pub(crate) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
     if host_port.starts_with('[') {
         let close = host_port.find(']')?;
         let (host, after) = host_port.split_at(close + 1);
@@ -149,7 +149,7 @@ pub(super) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
 }
 
 /// Parses a port in 1..=65535 from digits only (no sign, no blanks).
-pub(super) fn parse_port(p: &str) -> Option<u16> {
+pub(crate) fn parse_port(p: &str) -> Option<u16> {
     if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
