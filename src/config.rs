@@ -5,7 +5,7 @@
 //!
 //! Each setting is read through its row of the option table (`cli::options`) by
 //! `sources`, which also shapes every bad-value message; `endpoints` gathers the
-//! sidecar URLs and fills in the `presets` (`--mesh`); `job_containers` the three
+//! sidecar URLs and fills in the `--mesh` presets (`sidecars`); `job_containers` the three
 //! settings of several job containers; `peers` reads the peers' variables that
 //! have no option (`cli::peers` names them); `typos` the `TANDEM_` variables
 //! tandem does not know. The values' own parsers are below, in `value`; the
@@ -15,7 +15,6 @@ mod check;
 mod endpoints;
 mod job_containers;
 mod peers;
-pub mod presets;
 mod sources;
 mod typos;
 

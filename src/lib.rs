@@ -24,6 +24,7 @@ pub mod reap;
 pub mod resolve;
 pub mod settings;
 pub mod siblings;
+pub mod sidecars;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;

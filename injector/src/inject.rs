@@ -230,7 +230,10 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
 
     let mut warnings = Vec::new();
     let mut wrapped = Vec::new();
-    for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
+    for c in main
+        .iter()
+        .filter(|c| sidecars::by_container(c.name).is_none())
+    {
         if injected {
             // A second call (reinvocation): the containers changed the first time.
             if c.runs_tandem() {
@@ -328,8 +331,20 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
 fn known(list: &[Container], keep: impl Fn(&Container) -> bool) -> Vec<&'static Sidecar> {
     sidecars::SIDECARS
         .iter()
-        .filter(|s| list.iter().any(|c| c.name == s.container && keep(c)))
+        .filter(|s| list.iter().any(|c| s.container == Some(c.name) && keep(c)))
         .collect()
+}
+
+/// The readiness URL of sidecar `s` for job container `c`: on the port `c` gives
+/// the sidecar's port variable, when that is a literal port number (anything
+/// else keeps the default port); `None` when there is nothing to wait for.
+fn ready_url(s: &Sidecar, c: &Container) -> Option<String> {
+    let port = s
+        .port_var
+        .and_then(|var| c.value(var))
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p > 0);
+    s.ready_on(port)
 }
 
 /// The variables tandem needs in job container `c` that it does not set itself:
@@ -349,10 +364,7 @@ fn variables(
         if !mesh.is_empty() {
             vars.push(var("TANDEM_MESH", mesh.join(",")));
         }
-        let ready: Vec<String> = native
-            .iter()
-            .filter_map(|s| s.ready_url(|v| c.value(v)))
-            .collect();
+        let ready: Vec<String> = native.iter().filter_map(|s| ready_url(s, c)).collect();
         if !ready.is_empty() {
             vars.push(var("TANDEM_READY_URLS", ready.join(",")));
         }

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
-//! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
+//! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
 //! | `deadline` | a socket whose reads and writes end by a deadline |
@@ -24,5 +24,8 @@ pub mod http;
 pub mod inject;
 pub mod log;
 pub mod server;
+// The one table of sidecars, shared with the wrapper: a file of `std` only, so
+// the injector links none of the wrapper's crates (ureq, lexopt, signal code).
+#[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;

@@ -10,6 +10,7 @@ use super::hints::{Whose, log_result};
 use super::{SidecarStop, pilot_agent};
 use crate::deadline::run_by;
 use crate::settings::PkillFallback;
+use crate::value::url::HttpUrl;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
 /// scan and a `kill`), at most a tenth of what is left.
@@ -58,7 +59,7 @@ impl SidecarStop {
     }
 
     /// The URL this route POSTs to (or falls back to).
-    fn url(&self) -> &str {
+    fn url(&self) -> &HttpUrl {
         match self {
             SidecarStop::PilotAgent(url)
             | SidecarStop::EnvoyKill(url)

@@ -108,11 +108,35 @@ impl HttpUrl {
         format!("{base}/{path}")
     }
 
+    /// [`join`](Self::join), parsed: the same server, so nothing to validate again.
+    pub fn joined(&self, path: &str) -> HttpUrl {
+        HttpUrl {
+            raw: self.join(path),
+            ..self.clone()
+        }
+    }
+
     /// `scheme://host:port` of this URL with another port (used for 15000 → 15020).
     ///
     /// Userinfo and path are dropped: the other port is another server.
     pub fn with_port(&self, port: u16) -> String {
         format!("{}://{}:{}", self.scheme.as_str(), self.host, port)
+    }
+
+    /// [`with_port`](Self::with_port), parsed.
+    pub fn on_port(&self, port: u16) -> HttpUrl {
+        HttpUrl {
+            raw: self.with_port(port),
+            port,
+            ..self.clone()
+        }
+    }
+
+    /// The path, without query or fragment: `/shutdown`; empty for none.
+    pub fn path(&self) -> &str {
+        let rest = self.raw.split_once("://").map_or("", |(_, rest)| rest);
+        let rest = &rest[authority_len(rest)..];
+        rest.split(['?', '#']).next().unwrap_or("")
     }
 
     /// The URL without any `user:password@` part, for logs.
@@ -394,6 +418,28 @@ mod tests {
         ];
         for (base, path, want) in cases {
             assert_eq!(url(base).join(path), want, "base {base:?} path {path:?}");
+        }
+    }
+
+    #[test]
+    fn parsed_joins_and_ports_match_the_strings_and_keep_the_server() {
+        let base = url("http://u:p@[::1]:15000/x");
+        let joined = base.joined("/quitquitquit");
+        assert_eq!(joined, url(&base.join("/quitquitquit")));
+        let moved = base.on_port(15020).joined("/quitquitquit");
+        assert_eq!(moved, url("http://[::1]:15020/quitquitquit"));
+    }
+
+    #[test]
+    fn the_path_leaves_out_the_authority_query_and_fragment() {
+        for (input, want) in [
+            ("http://127.0.0.1:4191/shutdown", "/shutdown"),
+            ("http://u:p@h:8200/agent/v1/quit?x=1", "/agent/v1/quit"),
+            ("http://h:1/a#b", "/a"),
+            ("http://h:1", ""),
+            ("http://h:1?q", ""),
+        ] {
+            assert_eq!(url(input).path(), want, "{input}");
         }
     }
 

@@ -1,0 +1,276 @@
+//! Every sidecar tandem knows, one row each (SPEC §6): its `--mesh` preset, the
+//! container name its injector gives it, the URLs tandem waits on and quits
+//! through, and what its answers mean when its quit endpoint is off.
+//!
+//! The one home of that knowledge: the wrapper reads it for `--mesh`
+//! (`config::endpoints`) and for the quit lines (`quit::hints`); tandem-injector
+//! compiles this same file (`#[path]` in `injector/src/lib.rs`) to recognise the
+//! sidecars of a Pod. So it uses nothing but `std`: the injector links none of
+//! the wrapper's crates, and the wrapper's `cargo tree` stays as it is. A new
+//! sidecar is one row here, plus its tests.
+
+/// How a preset's endpoints join the configuration (SPEC §2, "Lists").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The Istio sidecar: ready URL, and the pilot-agent base as the Istio quit.
+    Istio,
+    /// Plain Envoy: the admin URL (readiness and the Envoy quit follow from it).
+    Envoy,
+    /// Any other sidecar: one ready URL and one generic quit URL.
+    Generic,
+}
+
+/// What a sidecar's quit endpoint answers when it is off, and what turns it on.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Off {
+    /// The statuses that mean "off" (an answer, so the sidecar is there).
+    pub statuses: &'static [u16],
+    /// What the user sets, in the user's terms, for the line of such an answer.
+    pub fix: &'static str,
+}
+
+/// One sidecar tandem knows.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Sidecar {
+    /// Name used by `--mesh` / `TANDEM_MESH`.
+    pub preset: &'static str,
+    /// The container name its injector gives it; `None` when no injector adds
+    /// it (plain Envoy).
+    pub container: Option<&'static str>,
+    /// How its URLs are used.
+    pub role: Role,
+    /// Readiness URL (`GET`, 2xx); for `Envoy`, the admin base URL; `None`
+    /// for a sidecar with nothing to wait for.
+    pub ready: Option<&'static str>,
+    /// Quit URL (`POST`); for `Istio`, the pilot-agent base URL.
+    pub quit: &'static str,
+    /// A variable that, when set, replaces the port of both URLs (the Dapr
+    /// injector sets `DAPR_HTTP_PORT` in every container of the Pod).
+    pub port_var: Option<&'static str>,
+    /// Its quit answering "not enabled", when it can.
+    pub off: Option<Off>,
+    /// What the user sets when nothing listens at its quit URL, when that means
+    /// the endpoint is off rather than the sidecar gone.
+    pub refused: Option<&'static str>,
+}
+
+/// Every sidecar, in the order of SPEC §6 (and of the injector's `TANDEM_MESH`).
+pub const SIDECARS: &[Sidecar] = &[
+    Sidecar {
+        preset: "istio",
+        container: Some("istio-proxy"),
+        role: Role::Istio,
+        ready: Some("http://127.0.0.1:15021/healthz/ready"),
+        quit: "http://127.0.0.1:15020",
+        port_var: None,
+        off: None,
+        refused: None,
+    },
+    Sidecar {
+        preset: "envoy",
+        container: None,
+        role: Role::Envoy,
+        ready: Some("http://127.0.0.1:9901"),
+        quit: "http://127.0.0.1:9901/quitquitquit",
+        port_var: None,
+        off: None,
+        refused: None,
+    },
+    Sidecar {
+        preset: "linkerd",
+        container: Some("linkerd-proxy"),
+        role: Role::Generic,
+        ready: Some("http://127.0.0.1:4191/ready"),
+        quit: "http://127.0.0.1:4191/shutdown",
+        port_var: None,
+        off: Some(Off {
+            statuses: &[404],
+            fix: "Linkerd's /shutdown is off: set the Pod annotation \
+                  config.linkerd.io/proxy-admin-shutdown: enabled \
+                  (it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)",
+        }),
+        refused: None,
+    },
+    Sidecar {
+        preset: "cloudsql",
+        container: Some("cloud-sql-proxy"),
+        role: Role::Generic,
+        // What `cloud-sql-proxy wait` polls; `/readiness` turns 503 under load.
+        ready: Some("http://127.0.0.1:9090/startup"),
+        quit: "http://127.0.0.1:9091/quitquitquit",
+        port_var: None,
+        off: None,
+        // The admin port serves `/quitquitquit` only when started with the flag.
+        refused: Some(
+            "nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit",
+        ),
+    },
+    Sidecar {
+        preset: "dapr",
+        container: Some("daprd"),
+        role: Role::Generic,
+        // `/outbound`: daprd is usable, without waiting for the app's own channel
+        // (the app is what tandem has not started yet).
+        ready: Some("http://127.0.0.1:3500/v1.0/healthz/outbound"),
+        quit: "http://127.0.0.1:3500/v1.0/shutdown",
+        port_var: Some("DAPR_HTTP_PORT"),
+        off: None,
+        refused: None,
+    },
+    Sidecar {
+        preset: "vault",
+        container: Some("vault-agent"),
+        role: Role::Generic,
+        // The injector's init container has rendered the secrets before the app's
+        // container starts: there is nothing to wait for.
+        ready: None,
+        quit: "http://127.0.0.1:8200/agent/v1/quit",
+        port_var: None,
+        off: Some(Off {
+            statuses: &[404, 405],
+            fix: "Vault Agent's quit endpoint is off: set the Pod annotation \
+                  vault.hashicorp.com/agent-enable-quit: \"true\"",
+        }),
+        refused: None,
+    },
+];
+
+/// Every preset name, for error messages and `--help`.
+pub const NAMES: &str = "istio, envoy, linkerd, cloudsql, dapr or vault";
+
+/// The sidecar of this preset name, ignoring ASCII case.
+pub fn by_preset(name: &str) -> Option<&'static Sidecar> {
+    SIDECARS
+        .iter()
+        .find(|s| s.preset.eq_ignore_ascii_case(name))
+}
+
+/// The sidecar its injector names `container`.
+pub fn by_container(container: &str) -> Option<&'static Sidecar> {
+    SIDECARS.iter().find(|s| s.container == Some(container))
+}
+
+/// The sidecar whose quit a POST to `path` on `port` is: the path of its quit
+/// URL, and its port too where another sidecar's quit has the same path
+/// (`/quitquitquit`). So a user's own `--quit` URL for a known sidecar, on
+/// another port, still gets that sidecar's hints.
+pub fn by_quit(path: &str, port: u16) -> Option<&'static Sidecar> {
+    SIDECARS.iter().find(|s| {
+        let (own_port, own_path) = port_and_path(s.quit);
+        let shared = SIDECARS
+            .iter()
+            .any(|other| other.preset != s.preset && port_and_path(other.quit).1 == own_path);
+        path == own_path && (!shared || port == own_port)
+    })
+}
+
+impl Sidecar {
+    /// The line's hint for an answer `status` to its quit, when that answer
+    /// means the endpoint is off.
+    pub fn off_hint(&self, status: u16) -> Option<&'static str> {
+        self.off
+            .as_ref()
+            .filter(|off| off.statuses.contains(&status))
+            .map(|off| off.fix)
+    }
+
+    /// Its readiness URL, on `port` when one replaces the default (`port_var`).
+    pub fn ready_on(&self, port: Option<u16>) -> Option<String> {
+        self.ready.map(|url| on_port(url, port))
+    }
+
+    /// Its quit URL, on `port` when one replaces the default (`port_var`).
+    pub fn quit_on(&self, port: Option<u16>) -> String {
+        on_port(self.quit, port)
+    }
+}
+
+/// One of the table's URLs (`http://127.0.0.1:PORT/path`) with its port swapped
+/// for `port`, when given.
+fn on_port(url: &str, port: Option<u16>) -> String {
+    match port {
+        Some(port) => {
+            let (_, path) = port_and_path(url);
+            format!("http://127.0.0.1:{port}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// The port and path of one of the table's URLs, all `http://127.0.0.1:PORT…`
+/// (a test holds every row to that).
+fn port_and_path(url: &str) -> (u16, &str) {
+    let rest = url.strip_prefix("http://127.0.0.1:").unwrap_or(url);
+    let end = rest.find('/').unwrap_or(rest.len());
+    (rest[..end].parse().unwrap_or(0), &rest[end..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_found_by_its_names_in_any_case() {
+        for s in SIDECARS {
+            assert_eq!(by_preset(s.preset), Some(s));
+            assert_eq!(by_preset(&s.preset.to_uppercase()), Some(s));
+            assert!(NAMES.contains(s.preset), "{}", s.preset);
+            if let Some(container) = s.container {
+                assert_eq!(by_container(container), Some(s));
+            }
+        }
+        assert_eq!(NAMES.matches(", ").count() + 2, SIDECARS.len());
+        assert_eq!(by_preset("consul"), None);
+        assert_eq!(by_container("fluent-bit"), None);
+    }
+
+    #[test]
+    fn every_url_is_loopback_with_a_port() {
+        for s in SIDECARS {
+            for url in s.ready.iter().chain([&s.quit]) {
+                assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+                assert!(port_and_path(url).0 > 0, "{url}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_quit_url_is_known_by_its_path_and_a_shared_path_by_its_port_too() {
+        let preset = |path, port| by_quit(path, port).map(|s| s.preset);
+        assert_eq!(preset("/shutdown", 4191), Some("linkerd"));
+        assert_eq!(preset("/shutdown", 8080), Some("linkerd"));
+        assert_eq!(preset("/agent/v1/quit", 1), Some("vault"));
+        assert_eq!(preset("/quitquitquit", 9091), Some("cloudsql"));
+        assert_eq!(preset("/quitquitquit", 9092), None);
+        assert_eq!(preset("/quitquitquit", 9901), Some("envoy"));
+        assert_eq!(preset("/v1.0/shutdown", 3600), Some("dapr"));
+        assert_eq!(preset("/quit", 4191), None);
+    }
+
+    #[test]
+    fn off_hints_name_what_the_user_sets() {
+        let hint = |preset, status| by_preset(preset).and_then(|s| s.off_hint(status));
+        assert!(hint("linkerd", 404).is_some_and(|h| h.contains("proxy-admin-shutdown")));
+        assert!(hint("vault", 405).is_some_and(|h| h.contains("agent-enable-quit")));
+        assert_eq!(hint("linkerd", 405), None);
+        assert_eq!(hint("linkerd", 200), None);
+        assert_eq!(hint("dapr", 404), None);
+    }
+
+    #[test]
+    fn a_port_replaces_the_default_of_both_urls() {
+        let dapr = by_preset("dapr").unwrap();
+        assert_eq!(
+            dapr.ready_on(Some(3600)).as_deref(),
+            Some("http://127.0.0.1:3600/v1.0/healthz/outbound")
+        );
+        assert_eq!(
+            dapr.quit_on(Some(3600)),
+            "http://127.0.0.1:3600/v1.0/shutdown"
+        );
+        assert_eq!(dapr.quit_on(None), dapr.quit);
+        let istio = by_preset("istio").unwrap();
+        assert_eq!(istio.quit_on(Some(1)), "http://127.0.0.1:1");
+        assert_eq!(by_preset("vault").unwrap().ready_on(Some(1)), None);
+    }
+}
