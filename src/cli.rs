@@ -19,7 +19,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::exit::{self, Error};
-use crate::termination_message::Target;
 pub use args::{Cli, InvokedAs};
 pub use own::parse;
 pub use task::Task;
@@ -38,10 +37,10 @@ pub fn read(mut args: impl Iterator<Item = OsString>) -> Result<Cli, Error> {
     }
 }
 
-/// Neither a COMMAND nor a task option: the error, told as any failure is (to
-/// the termination message `told`), then the usage on stderr; exit 64 (SPEC §1).
-pub fn no_command(told: &Target) -> ExitCode {
-    let exit = exit::fail(&Error::Usage("no COMMAND given (try --help)".into()), told);
+/// Neither a COMMAND nor a task option: the error, told as any failure is (in
+/// the termination message too), then the usage on stderr; exit 64 (SPEC §1).
+pub fn no_command() -> ExitCode {
+    let exit = exit::fail(Error::Usage("no COMMAND given (try --help)".into()));
     let _ = std::io::stderr().write_all(help::help().as_bytes());
     exit
 }

@@ -46,17 +46,18 @@ const DEFAULT_POLL_MAX: Duration = Duration::from_millis(85);
 const FAIL_TIMEOUT_SETTING: &str = "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT";
 
 /// The process's environment, as `read` and the hints look variables up.
-pub fn env(name: &str) -> Option<OsString> {
+fn env(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
 /// The configuration of this process, from `cli` and the environment, with the
-/// log set up by it (until then, errors are logged in the format asked for); the
-/// start-up warnings follow (SPEC §2, §8).
+/// log and the termination message set up by it (until then, errors are logged
+/// in the format asked for); the start-up warnings follow (SPEC §2, §7, §8).
 pub fn read(cli: &Cli) -> Result<Config, Error> {
     logger::set(LevelFilter::Info, log_format_hint(cli, &env));
     let cfg = build(cli, &env)?;
     logger::set(cfg.log_level, cfg.log_format);
+    termination_message::set(cfg.termination_log.clone());
     let names = std::env::vars_os().map(|(name, _)| name);
     for warning in cfg.warnings.iter().cloned().chain(typos::warnings(names)) {
         log::warn!("{warning}");
@@ -77,10 +78,16 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
         .unwrap_or(Format::Text)
 }
 
+/// Tells failures before (or of) the configuration where the termination log is
+/// configured, or at the default where it is missing or invalid (SPEC §7).
+/// Without a command line (it did not parse) only the variable counts.
+pub fn tell_failures_early(cli: Option<&Cli>) {
+    termination_message::set(termination_log_hint(cli, &env));
+}
+
 /// The termination log as configured, or the default where it is missing or
-/// invalid, for failures before (or of) the configuration. Without a command
-/// line (it did not parse) only the variable counts.
-pub fn termination_log_hint(
+/// invalid; only the variable without a command line.
+fn termination_log_hint(
     cli: Option<&Cli>,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> termination_message::Target {

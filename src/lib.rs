@@ -17,6 +17,7 @@ pub mod event;
 pub mod exit;
 pub mod http;
 pub mod install;
+pub mod kill;
 pub mod logger;
 pub mod quit;
 pub mod ready;

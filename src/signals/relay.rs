@@ -15,6 +15,7 @@ use super::origin::Origin;
 use super::{AppSignals, FATAL, Signals, fatal, relayed};
 use crate::event::{Event, Events, Sender};
 use crate::exit::Error;
+use crate::kill;
 use crate::terminal::JobControl;
 
 /// Where a signal goes right now.
@@ -167,11 +168,9 @@ fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
         job.on_continue(pid);
     }
     let dest = if group { -pid } else { pid };
-    // SAFETY: kill takes plain integers; the pid is not reaped yet (see above).
-    if unsafe { libc::kill(dest, sig) } != 0 {
-        let err = io::Error::last_os_error();
-        log::debug!("could not relay signal {sig} to {dest}: {err}");
-    } else {
-        log::debug!("relayed signal {sig} to {dest}");
+    // The pid is not reaped yet (see above): it is still the app's.
+    match kill::send(dest, sig) {
+        Ok(()) => log::debug!("relayed signal {sig} to {dest}"),
+        Err(err) => log::debug!("could not relay signal {sig} to {dest}: {err}"),
     }
 }
