@@ -22,25 +22,12 @@ use crate::settings::{PkillFallback, QuitConfig};
 use crate::siblings::{self, Turn};
 use crate::value::url::HttpUrl;
 use fanout::Fanout;
-use sidecar::stop_sidecar_by;
+use sidecar::{SidecarStop, stop_sidecar_by};
 
 /// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
 const ISTIO_ENVOY_ADMIN_PORT: u16 = 15000;
 /// pilot-agent's port, which does take `/quitquitquit`.
 const PILOT_AGENT_PORT: u16 = 15020;
-
-/// How Istio/Envoy gets stopped (SPEC §5.2, first match wins).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum SidecarStop {
-    /// POST to pilot-agent (`ISTIO_QUIT_API`, the istio preset, or 15000 → 15020);
-    /// if it cannot connect, SIGINT a visible pilot-agent.
-    PilotAgent(HttpUrl),
-    /// POST `ENVOY_KILL_API` as given.
-    EnvoyKill(HttpUrl),
-    /// SIGINT a visible pilot-agent (Istio with its admin on another port), else
-    /// POST this plain Envoy admin's `/quitquitquit`.
-    SignalElseAdmin(HttpUrl),
-}
 
 /// What the quit phase will do.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

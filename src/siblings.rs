@@ -28,13 +28,9 @@ use std::sync::OnceLock;
 use crate::event::Channel;
 use crate::exit::{Error, invalid};
 use crate::settings::JobContainers;
-use files::{enter, lock_dir};
+use files::{CLAIMED, enter, lock_dir};
 use watch::{Arrivals, Woken};
 
-/// The lock every tandem takes to record and decide.
-const DIR_LOCK: &str = "tandem.lock";
-/// Made by the one tandem that decides the quits; holds its container's name.
-const CLAIMED: &str = "quit.claimed";
 /// What a `.done` file says when the container's app failed.
 const FAILED: &[u8] = b"failed\n";
 /// What a `.done` file says when the container's app succeeded.

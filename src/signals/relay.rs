@@ -10,9 +10,11 @@ use std::thread;
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
+use super::disposition::AppSignals;
 use super::disposition::block;
+use super::fatal;
 use super::origin::Origin;
-use super::{AppSignals, FATAL, Signals, fatal, relayed};
+use super::which::{FATAL, relayed};
 use crate::event::{Event, Events, Sender};
 use crate::exit::Error;
 use crate::kill;
@@ -36,6 +38,14 @@ enum Target {
     /// is told instead (a tandem waiting for the other job containers ends on a
     /// terminating signal, SPEC §9).
     Done,
+}
+
+/// The handlers are installed; the relay thread reads what they deliver.
+pub struct Signals {
+    /// signal-hook's delivery of every relayed signal but the fatal ones.
+    pub(super) delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
+    /// What the app starts with.
+    pub(super) app: AppSignals,
 }
 
 /// The running relay thread and the state it relays by.
