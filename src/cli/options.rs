@@ -3,7 +3,7 @@
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
 //! in `config` (or, for a task like `--wait-only`, its `Task`). The peers'
-//! variables that have no option are `config::peers`'.
+//! variables that have no option are in the table beside this one, `peers`.
 
 use std::path::PathBuf;
 
