@@ -150,6 +150,12 @@ pub fn by_container(container: &str) -> Option<&'static Sidecar> {
     SIDECARS.iter().find(|s| s.container == Some(container))
 }
 
+/// The sidecars a mesh's injector adds, with the container name it gives each,
+/// in table order.
+pub fn injected() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
+    SIDECARS.iter().filter_map(|s| Some((s.container?, s)))
+}
+
 /// The sidecar whose quit a POST to `path` on `port` is: the path of its quit
 /// URL, and its port too where another sidecar's quit has the same path
 /// (`/quitquitquit`). So a user's own `--quit` URL for a known sidecar, on
@@ -185,22 +191,24 @@ impl Sidecar {
     }
 }
 
-/// One of the table's URLs (`http://127.0.0.1:PORT/path`) with its port swapped
-/// for `port`, when given.
+/// What every URL of the table starts with, its port after it (a test holds
+/// every row to that).
+pub const HOST: &str = "http://127.0.0.1:";
+
+/// One of the table's URLs with its port swapped for `port`, when given.
 fn on_port(url: &str, port: Option<u16>) -> String {
     match port {
         Some(port) => {
             let (_, path) = port_and_path(url);
-            format!("http://127.0.0.1:{port}{path}")
+            format!("{HOST}{port}{path}")
         }
         None => url.to_string(),
     }
 }
 
-/// The port and path of one of the table's URLs, all `http://127.0.0.1:PORT…`
-/// (a test holds every row to that).
-fn port_and_path(url: &str) -> (u16, &str) {
-    let rest = url.strip_prefix("http://127.0.0.1:").unwrap_or(url);
+/// The port and the path of one of the table's URLs: `HOST`, the port, the path.
+pub fn port_and_path(url: &str) -> (u16, &str) {
+    let rest = url.strip_prefix(HOST).unwrap_or(url);
     let end = rest.find('/').unwrap_or(rest.len());
     (rest[..end].parse().unwrap_or(0), &rest[end..])
 }
@@ -217,6 +225,7 @@ mod tests {
             assert!(NAMES.contains(s.preset), "{}", s.preset);
             if let Some(container) = s.container {
                 assert_eq!(by_container(container), Some(s));
+                assert!(injected().any(|(c, row)| c == container && row == s));
             }
         }
         assert_eq!(NAMES.matches(", ").count() + 2, SIDECARS.len());
@@ -228,7 +237,7 @@ mod tests {
     fn every_url_is_loopback_with_a_port() {
         for s in SIDECARS {
             for url in s.ready.iter().chain([&s.quit]) {
-                assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+                assert!(url.starts_with(HOST), "{url}");
                 assert!(port_and_path(url).0 > 0, "{url}");
             }
         }

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
@@ -14,6 +15,8 @@
 //! | `tls` | the certificate files and their reload on change |
 //! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
 //! | `log` | stderr lines |
+//! | `policy` | the same change as admission policies (`policy`), and their CEL |
+//! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
 
@@ -22,10 +25,13 @@ pub mod cli;
 pub mod deadline;
 pub mod http;
 pub mod inject;
+pub mod install;
 pub mod log;
+pub mod policy;
 pub mod server;
 // The one table of sidecars, shared with the wrapper: a file of `std` only, so
 // the injector links none of the wrapper's crates (ureq, lexopt, signal code).
 #[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;
+pub mod yaml;
