@@ -1,9 +1,12 @@
-//! The command line (SPEC §1, §2): one lexopt loop, driven by the `options`
-//! table, turns the arguments into a raw `Cli`: the options as given, and the one
-//! `Task` they ask for. Values are validated later, in `config`, beside the
-//! variables. `help` renders `--help` and `--version`; `linkerd_await` translates
+//! The command line (SPEC §1, §2): `read` picks the usage the program name asks
+//! for, which turns the arguments into a raw `Cli` (`args`): the options as
+//! given, and the one `Task` (`task`) they ask for. Values are validated later,
+//! in `config`, beside the variables. `own` is tandem's lexopt loop, driven by
+//! the `options` table; `peers` names the peers' variables that have no option;
+//! `help` renders `--help` and `--version`; `linkerd_await` translates
 //! linkerd-await's command line into tandem's; `compose_wait` is
-//! docker-compose-wait's usage, under the name `wait`.
+//! docker-compose-wait's usage, under the name `wait`. No file here imports
+//! `cli` itself or `config`: every arrow points down.
 
 mod args;
 pub mod compose_wait;

@@ -13,7 +13,9 @@
 //!   and SIGSYS. Sent with `kill` they are relayed; raised by a real fault inside
 //!   tandem (or by its own abort) they take their default effect.
 //! - `origin`: who raised a signal, from its `siginfo_t`.
-//! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks.
+//! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks,
+//!   and what the app gets back (`AppSignals`).
+//! - `which`: the signals relayed, those that end the wait, the fatal ones.
 //! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
 //!   registry would otherwise chain to.
 
