@@ -20,13 +20,37 @@ pub enum Role {
     Generic,
 }
 
-/// What a sidecar's quit endpoint answers when it is off, and what turns it on.
+/// An answer to a quit request, as far as a sidecar's row tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// This HTTP status.
+    Status(u16),
+    /// No connection: nothing listens there.
+    NoConnection,
+}
+
+/// A sidecar's quit endpoint that is off unless a setting turns it on: how it
+/// answers then, and the setting, in the user's terms.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Off {
-    /// The statuses that mean "off" (an answer, so the sidecar is there).
-    pub statuses: &'static [u16],
-    /// What the user sets, in the user's terms, for the line of such an answer.
-    pub fix: &'static str,
+    /// The answers that mean the endpoint is off.
+    pub answers: &'static [Answer],
+    /// What the line says is off (or missing).
+    pub what: &'static str,
+    /// How the user sets `setting`: a Pod annotation, a flag.
+    pub how: &'static str,
+    /// The setting that turns the endpoint on, as the user writes it.
+    pub setting: &'static str,
+    /// What the setting does beneath, when the user may know it by that name.
+    pub beneath: Option<&'static str>,
+}
+
+impl Off {
+    /// The hint of the quit line: what is off and what turns it on.
+    pub fn hint(&self) -> String {
+        let beneath = self.beneath.map(|b| format!(" ({b})")).unwrap_or_default();
+        format!("{}: {} {}{beneath}", self.what, self.how, self.setting)
+    }
 }
 
 /// One sidecar tandem knows.
@@ -47,11 +71,8 @@ pub struct Sidecar {
     /// A variable that, when set, replaces the port of both URLs (the Dapr
     /// injector sets `DAPR_HTTP_PORT` in every container of the Pod).
     pub port_var: Option<&'static str>,
-    /// Its quit answering "not enabled", when it can.
+    /// Its quit endpoint, when a setting must turn it on.
     pub off: Option<Off>,
-    /// What the user sets when nothing listens at its quit URL, when that means
-    /// the endpoint is off rather than the sidecar gone.
-    pub refused: Option<&'static str>,
 }
 
 /// Every sidecar, in the order of SPEC §6 (and of the injector's `TANDEM_MESH`).
@@ -64,7 +85,6 @@ pub const SIDECARS: &[Sidecar] = &[
         quit: "http://127.0.0.1:15020",
         port_var: None,
         off: None,
-        refused: None,
     },
     Sidecar {
         preset: "envoy",
@@ -74,7 +94,6 @@ pub const SIDECARS: &[Sidecar] = &[
         quit: "http://127.0.0.1:9901/quitquitquit",
         port_var: None,
         off: None,
-        refused: None,
     },
     Sidecar {
         preset: "linkerd",
@@ -84,12 +103,12 @@ pub const SIDECARS: &[Sidecar] = &[
         quit: "http://127.0.0.1:4191/shutdown",
         port_var: None,
         off: Some(Off {
-            statuses: &[404],
-            fix: "Linkerd's /shutdown is off: set the Pod annotation \
-                  config.linkerd.io/proxy-admin-shutdown: enabled \
-                  (it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)",
+            answers: &[Answer::Status(404)],
+            what: "Linkerd's /shutdown is off",
+            how: "set the Pod annotation",
+            setting: "config.linkerd.io/proxy-admin-shutdown: enabled",
+            beneath: Some("it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true"),
         }),
-        refused: None,
     },
     Sidecar {
         preset: "cloudsql",
@@ -99,11 +118,14 @@ pub const SIDECARS: &[Sidecar] = &[
         ready: Some("http://127.0.0.1:9090/startup"),
         quit: "http://127.0.0.1:9091/quitquitquit",
         port_var: None,
-        off: None,
-        // The admin port serves `/quitquitquit` only when started with the flag.
-        refused: Some(
-            "nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit",
-        ),
+        // The admin port is not even open without the flag.
+        off: Some(Off {
+            answers: &[Answer::NoConnection],
+            what: "nothing listens on 9091",
+            how: "start the Cloud SQL Auth Proxy with",
+            setting: "--quitquitquit",
+            beneath: None,
+        }),
     },
     Sidecar {
         preset: "dapr",
@@ -115,7 +137,6 @@ pub const SIDECARS: &[Sidecar] = &[
         quit: "http://127.0.0.1:3500/v1.0/shutdown",
         port_var: Some("DAPR_HTTP_PORT"),
         off: None,
-        refused: None,
     },
     Sidecar {
         preset: "vault",
@@ -127,11 +148,12 @@ pub const SIDECARS: &[Sidecar] = &[
         quit: "http://127.0.0.1:8200/agent/v1/quit",
         port_var: None,
         off: Some(Off {
-            statuses: &[404, 405],
-            fix: "Vault Agent's quit endpoint is off: set the Pod annotation \
-                  vault.hashicorp.com/agent-enable-quit: \"true\"",
+            answers: &[Answer::Status(404), Answer::Status(405)],
+            what: "Vault Agent's quit endpoint is off",
+            how: "set the Pod annotation",
+            setting: "vault.hashicorp.com/agent-enable-quit: \"true\"",
+            beneath: None,
         }),
-        refused: None,
     },
 ];
 
@@ -171,13 +193,13 @@ pub fn by_quit(path: &str, port: u16) -> Option<&'static Sidecar> {
 }
 
 impl Sidecar {
-    /// The line's hint for an answer `status` to its quit, when that answer
-    /// means the endpoint is off.
-    pub fn off_hint(&self, status: u16) -> Option<&'static str> {
+    /// The line's hint for `answer` to its quit, when that answer means the
+    /// endpoint is off.
+    pub fn off_hint(&self, answer: Answer) -> Option<String> {
         self.off
             .as_ref()
-            .filter(|off| off.statuses.contains(&status))
-            .map(|off| off.fix)
+            .filter(|off| off.answers.contains(&answer))
+            .map(Off::hint)
     }
 
     /// Its readiness URL, on `port` when one replaces the default (`port_var`).
@@ -257,13 +279,37 @@ mod tests {
     }
 
     #[test]
-    fn off_hints_name_what_the_user_sets() {
-        let hint = |preset, status| by_preset(preset).and_then(|s| s.off_hint(status));
-        assert!(hint("linkerd", 404).is_some_and(|h| h.contains("proxy-admin-shutdown")));
-        assert!(hint("vault", 405).is_some_and(|h| h.contains("agent-enable-quit")));
-        assert_eq!(hint("linkerd", 405), None);
-        assert_eq!(hint("linkerd", 200), None);
-        assert_eq!(hint("dapr", 404), None);
+    fn off_hints_name_the_setting_the_user_sets() {
+        let hint = |preset, answer| by_preset(preset).and_then(|s| s.off_hint(answer));
+        let status = Answer::Status;
+        assert_eq!(
+            hint("linkerd", status(404)).as_deref(),
+            Some(
+                "Linkerd's /shutdown is off: set the Pod annotation \
+                 config.linkerd.io/proxy-admin-shutdown: enabled \
+                 (it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)"
+            )
+        );
+        assert_eq!(
+            hint("vault", status(405)).as_deref(),
+            Some(
+                "Vault Agent's quit endpoint is off: set the Pod annotation \
+                 vault.hashicorp.com/agent-enable-quit: \"true\""
+            )
+        );
+        assert_eq!(
+            hint("cloudsql", Answer::NoConnection).as_deref(),
+            Some("nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit")
+        );
+        assert_eq!(hint("linkerd", status(405)), None);
+        assert_eq!(hint("linkerd", Answer::NoConnection), None);
+        assert_eq!(hint("cloudsql", status(404)), None);
+        assert_eq!(hint("dapr", status(404)), None);
+        for s in SIDECARS {
+            if let Some(off) = &s.off {
+                assert!(off.hint().contains(off.setting), "{}", s.preset);
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use log::Level;
 
 use crate::http;
-use crate::sidecars::{self, Sidecar};
+use crate::sidecars::{self, Answer};
 use crate::value::url::HttpUrl;
 
 /// Whose quit a result answers: what a non-2xx answer means depends on it.
@@ -32,12 +32,14 @@ pub(super) fn log_result(
     result: &Result<u16, http::Failure>,
 ) -> Option<String> {
     let shown = url.redacted();
+    // A known sidecar's row says which answers mean its endpoint is off.
     let known = sidecars::by_quit(url.path(), url.port);
+    let off_hint = |answer| known.and_then(|s| s.off_hint(answer));
     let (line, level) = match result {
         Ok(status) if (200..300).contains(status) => {
             (format!("quit POST {shown}: {status}"), Level::Info)
         }
-        Ok(status) => match (whose, known.and_then(|s| s.off_hint(*status))) {
+        Ok(status) => match (whose, off_hint(Answer::Status(*status))) {
             (Whose::Generic, Some(hint)) => (
                 format!("quit POST {shown}: {status} ({hint})"),
                 Level::Error,
@@ -53,9 +55,10 @@ pub(super) fn log_result(
         },
         Err(failure) => {
             let mut line = format!("quit POST {shown} failed: {}", failure.what);
-            if let Some(hint) = refused_hint(known, failure) {
+            let refused = failure.no_connection.then_some(Answer::NoConnection);
+            if let Some(hint) = refused.and_then(off_hint) {
                 line.push_str(" (");
-                line.push_str(hint);
+                line.push_str(&hint);
                 line.push(')');
             }
             (line, Level::Error)
@@ -92,14 +95,6 @@ fn refusal(whose: Whose, status: u16) -> String {
         _ => ("Envoy", ""),
     };
     format!("not 2xx: {who} did not agree to stop{hint}")
-}
-
-/// What the user sets when nothing listens at a known sidecar's quit URL and
-/// that means its endpoint is off (SPEC §6).
-fn refused_hint(known: Option<&Sidecar>, failure: &http::Failure) -> Option<&'static str> {
-    known
-        .and_then(|s| s.refused)
-        .filter(|_| failure.no_connection)
 }
 
 #[cfg(test)]
