@@ -288,6 +288,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mesh_help_names_every_preset_in_table_order() {
+        let presets: Vec<&str> = crate::sidecars::SIDECARS.iter().map(|s| s.preset).collect();
+        let listed = format!("presets: {} [TANDEM_MESH]", presets.join(", "));
+        assert!(MESH.help.contains(&listed), "{}", MESH.help);
+    }
+
+    #[test]
     fn names_and_aliases_are_unique_and_dashed() {
         for (i, a) in OPTIONS.iter().enumerate() {
             assert!(a.name.starts_with("--"), "{}", a.name);

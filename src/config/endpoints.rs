@@ -42,7 +42,11 @@ impl Endpoints {
         for found in &src.list(&options::MESH)? {
             for name in list::split(&found.value) {
                 let preset = sidecars::by_preset(name).ok_or_else(|| {
-                    invalid(found.name, name, &format!("a preset: {}", sidecars::NAMES))
+                    invalid(
+                        found.name,
+                        name,
+                        &format!("a preset: {}", sidecars::names()),
+                    )
                 })?;
                 endpoints.add(preset, src)?;
             }
