@@ -194,14 +194,15 @@ pub fn injected() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
 /// The sidecar whose quit a POST to `path` on `port` is: the path of its quit
 /// URL, and its port too where another sidecar's quit has the same path
 /// (`/quitquitquit`). So a user's own `--quit` URL for a known sidecar, on
-/// another port, still gets that sidecar's hints.
+/// another port, still gets that sidecar's hints. A quit URL without a path
+/// (Istio's pilot-agent base) names no endpoint, so nothing is known by it.
 pub fn by_quit(path: &str, port: u16) -> Option<&'static Sidecar> {
     SIDECARS.iter().find(|s| {
         let (own_port, own_path) = port_and_path(s.quit);
         let shared = SIDECARS
             .iter()
             .any(|other| other.preset != s.preset && port_and_path(other.quit).1 == own_path);
-        path == own_path && (!shared || port == own_port)
+        !own_path.is_empty() && path == own_path && (!shared || port == own_port)
     })
 }
 
@@ -288,6 +289,8 @@ mod tests {
         assert_eq!(preset("/quitquitquit", 9901), Some("envoy"));
         assert_eq!(preset("/v1.0/shutdown", 3600), Some("dapr"));
         assert_eq!(preset("/quit", 4191), None);
+        assert_eq!(preset("", 15020), None);
+        assert_eq!(preset("/quitquitquit", 15020), None);
     }
 
     #[test]
