@@ -222,7 +222,7 @@ fn parse_duration(
     let expected = if positive {
         "a duration above 0, like 500ms or 10s"
     } else {
-        duration::EXPECTED
+        duration::EXPECTED_DURATION
     };
     value
         .to_str()
@@ -376,7 +376,7 @@ mod tests {
             (
                 NEEDED,
                 &[("TANDEM_INJECTOR_DRAIN", "10")],
-                "TANDEM_INJECTOR_DRAIN \"10\": expected a duration like 500ms, 10s or 1m30s",
+                "TANDEM_INJECTOR_DRAIN \"10\": expected a duration like 300ms, 1.5s or 2m30s",
             ),
             (
                 NEEDED,

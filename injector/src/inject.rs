@@ -247,7 +247,10 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         ..Report::default()
     };
     let mut wrapped = Vec::new();
-    for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
+    for c in main
+        .iter()
+        .filter(|c| sidecars::by_container(c.name).is_none())
+    {
         let fate = match c.command.as_deref() {
             // A reinvocation: the containers it wrapped the first time.
             _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
@@ -272,7 +275,10 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
     let (classic, native) = if unwrapped {
         // Unless a wrapped one quits them by its own (or an earlier) TANDEM_MESH.
         if !wrapped.iter().any(|c| c.sets("TANDEM_MESH")) {
-            report.not_quit = classic.iter().map(|s| s.container.to_string()).collect();
+            report.not_quit = classic
+                .iter()
+                .filter_map(|s| s.container.map(str::to_string))
+                .collect();
         }
         (Vec::new(), [classic, native].concat())
     } else {
@@ -338,10 +344,22 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
 fn known(list: &[Container], keep: impl Fn(&Container) -> bool) -> Vec<&'static Sidecar> {
-    sidecars::SIDECARS
-        .iter()
-        .filter(|s| list.iter().any(|c| c.name == s.container && keep(c)))
+    sidecars::injected()
+        .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
+        .map(|(_, s)| s)
         .collect()
+}
+
+/// The readiness URL of sidecar `s` for job container `c`: on the port `c` gives
+/// the sidecar's port variable, when that is a literal port number (anything
+/// else keeps the default port); `None` when there is nothing to wait for.
+fn ready_url(s: &Sidecar, c: &Container) -> Option<String> {
+    let port = s
+        .port_var
+        .and_then(|var| c.value(var))
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p > 0);
+    s.ready_on(port)
 }
 
 /// The variables tandem needs in job container `c` that it does not set itself:
@@ -361,10 +379,7 @@ fn variables(
         if !mesh.is_empty() {
             vars.push(var("TANDEM_MESH", mesh.join(",")));
         }
-        let ready: Vec<String> = native
-            .iter()
-            .filter_map(|s| s.ready_url(|v| c.value(v)))
-            .collect();
+        let ready: Vec<String> = native.iter().filter_map(|s| ready_url(s, c)).collect();
         if !ready.is_empty() {
             vars.push(var("TANDEM_READY_URLS", ready.join(",")));
         }

@@ -147,6 +147,27 @@ fn an_init_container_that_runs_to_completion_is_not_a_sidecar() {
 }
 
 #[test]
+fn a_native_dapr_keeps_its_default_port_unless_the_job_gives_a_literal_one() {
+    let sidecar = |name| container(name, "sidecar:1", None, &[]);
+    for (port, url) in [
+        ("$(PORT)", "http://127.0.0.1:3500/v1.0/healthz/outbound"),
+        ("0", "http://127.0.0.1:3500/v1.0/healthz/outbound"),
+        ("3601", "http://127.0.0.1:3601/v1.0/healthz/outbound"),
+    ] {
+        let mut job = job_container("job");
+        job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": port}]);
+        let mut daprd = sidecar("daprd");
+        daprd["restartPolicy"] = json!("Always");
+        let (_, out) = injected(&job_pod("j", vec![job], vec![daprd]));
+        let env = env(&out["spec"]["containers"][0]);
+        assert!(
+            env.contains(&var("TANDEM_READY_URLS", url)),
+            "{port}: {env:?}"
+        );
+    }
+}
+
+#[test]
 fn several_sidecars_combine_classic_in_the_mesh_and_native_in_the_ready_urls() {
     let mut job = job_container("job");
     job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": "3600"}]);
