@@ -26,3 +26,4 @@ pub mod siblings;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;
+pub mod value;
