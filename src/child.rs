@@ -28,23 +28,26 @@ pub fn start(
     // Only now: tandem leaves the terminal alone while it waits.
     let job = JobControl::take();
     let group = forward_to == ForwardTo::Group;
-    let spawn = || self::spawn(command, args, job, relay.app_signals());
+    let spawn = || {
+        let mut cmd = Command::new(command);
+        cmd.args(args);
+        self::spawn(cmd, job, relay.app_signals())
+    };
     let pid = relay.spawn_then_relay(group, job, pending, spawn)?;
     Ok((pid, job))
 }
 
-/// Starts COMMAND with ARGS in a new process group; with `job`, the group takes
-/// the terminal's foreground when tandem had it, so a Ctrl-C reaches the app once
-/// and not tandem. The app starts with `signals` (no signal blocked, the stops
-/// as tandem's parent left them).
+/// Starts `cmd` (the app, or the `--on-exit` program with its environment and
+/// stdin) in a new process group; with `job`, the group takes the terminal's
+/// foreground when tandem had it, so a Ctrl-C reaches the app once and not
+/// tandem. It starts with `signals` (no signal blocked, the stops as tandem's
+/// parent left them).
 pub fn spawn(
-    command: &OsStr,
-    args: &[OsString],
+    mut cmd: Command,
     job: Option<JobControl>,
     signals: AppSignals,
 ) -> Result<libc::pid_t, Error> {
-    let mut cmd = Command::new(command);
-    cmd.args(args).process_group(0);
+    cmd.process_group(0);
     let in_child = move || {
         if let Some(job) = job {
             job.in_child();
@@ -56,6 +59,8 @@ pub fn spawn(
     // allocates nothing. (A `pre_exec` makes std fork instead of posix_spawn; std
     // itself resets only SIGPIPE and keeps the mask, so the stops need this.)
     unsafe { cmd.pre_exec(in_child) };
+    let command = cmd.get_program().to_owned();
+    let command = command.as_os_str();
     match cmd.spawn() {
         // std's Child is dropped without wait: reaping is `reap`'s job, by pid.
         Ok(child) => libc::pid_t::try_from(child.id())

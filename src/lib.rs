@@ -18,6 +18,7 @@ pub mod exit;
 pub mod http;
 pub mod install;
 pub mod logger;
+pub mod on_exit;
 pub mod quit;
 pub mod ready;
 pub mod reap;

@@ -9,7 +9,7 @@ use tandem::event::{self, Channel};
 use tandem::exit::{self, Outcome};
 use tandem::signals::{self, Relay};
 use tandem::termination_message::Target;
-use tandem::{child, install, logger, quit, ready, reap};
+use tandem::{child, install, logger, on_exit, quit, ready, reap};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -55,6 +55,7 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
                     .unwrap_or_else(Outcome::Failed),
             };
             outcome.log(cfg.has_sidecars());
+            on_exit::run(&cfg, &outcome, &relay, &channel);
             let quit_failed = quit::after(&cfg.quit, &outcome, &channel);
             Ok(exit::finish(&outcome, quit_failed, &told))
         }

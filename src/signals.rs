@@ -13,12 +13,14 @@
 //!   and SIGSYS. Sent with `kill` they are relayed; raised by a real fault inside
 //!   tandem (or by its own abort) they take their default effect.
 //! - `origin`: who raised a signal, from its `siginfo_t`.
+//! - `names`: a signal's name, for the `--on-exit` program.
 //! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks.
 //! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
 //!   registry would otherwise chain to.
 
 mod disposition;
 mod fatal;
+mod names;
 mod origin;
 mod relay;
 
@@ -32,6 +34,7 @@ use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 use crate::exit::Error;
 use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
+pub use names::name;
 pub use relay::Relay;
 
 /// Signals that end the wait for readiness (SPEC §3).
