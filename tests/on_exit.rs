@@ -17,6 +17,9 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// Variables given to tandem: names and values.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
 /// The quit path the generic fake counts.
 const QUIT: &str = "/quit";
 
@@ -318,7 +321,7 @@ fn bad_values_exit_64_before_anything_is_started_or_contacted() {
     let marker = dir.join("app-ran");
     let hook_ran = dir.join("hook-ran");
     let good_hook = sh(r#": > "$1""#, &[&hook_ran]);
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    let cases: &[(&[&str], Env, &str)] = &[
         (
             &["--on-exit", ""],
             &[],
