@@ -59,9 +59,9 @@ pub fn spawn(
     // allocates nothing. (A `pre_exec` makes std fork instead of posix_spawn; std
     // itself resets only SIGPIPE and keeps the mask, so the stops need this.)
     unsafe { cmd.pre_exec(in_child) };
-    let command = cmd.get_program().to_owned();
-    let command = command.as_os_str();
-    match cmd.spawn() {
+    let spawned = cmd.spawn();
+    let command = cmd.get_program();
+    match spawned {
         // std's Child is dropped without wait: reaping is `reap`'s job, by pid.
         Ok(child) => libc::pid_t::try_from(child.id())
             .map_err(|_| Error::Io("spawning the app", io::Error::other("pid out of range"))),
