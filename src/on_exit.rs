@@ -8,11 +8,12 @@
 
 use std::io;
 use std::process::{Command, Stdio};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, ForwardTo, OnExit, duration};
-use crate::deadline::Jobs;
-use crate::event::Channel;
+use crate::deadline;
+use crate::event::{Channel, Event};
 use crate::exit::{Error, Outcome};
 use crate::signals::{self, Relay};
 use crate::{child, reap};
@@ -31,7 +32,7 @@ pub fn run(cfg: &Config, outcome: &Outcome, relay: &Relay, channel: &Channel) {
     let spawn = || child::spawn(command(hook, outcome), None, relay.app_signals());
     log::debug!("running the --on-exit program {:?}", hook.words);
     let ended = match relay.spawn_then_relay(group, None, &channel.events, spawn) {
-        Ok(pid) => wait(pid, hook.timeout, relay),
+        Ok(pid) => wait(pid, hook.timeout, relay, channel),
         Err(e) => Ended::NotStarted(e),
     };
     ended.log();
@@ -74,9 +75,9 @@ enum Ended {
 
 /// Waits for the program (`pid`), reaping every other child meanwhile; at
 /// `timeout`, SIGTERM to its group, and SIGKILL `KILL_AFTER` later. Without a
-/// timeout this thread waits itself; with one, a thread waits and this one keeps
-/// the time.
-fn wait(pid: libc::pid_t, timeout: Option<Duration>, relay: &Relay) -> Ended {
+/// timeout this thread waits itself; with one, a thread of its own waits and
+/// says so on `channel`, which this one reads until each deadline.
+fn wait(pid: libc::pid_t, timeout: Option<Duration>, relay: &Relay, channel: &Channel) -> Ended {
     let ended = |waited: Result<Outcome, Error>, timed_out| match waited {
         Ok(outcome) => Ended::Reaped { outcome, timed_out },
         Err(e) => Ended::Lost(e),
@@ -84,36 +85,70 @@ fn wait(pid: libc::pid_t, timeout: Option<Duration>, relay: &Relay) -> Ended {
     let Some(timeout) = timeout else {
         return ended(reap::wait_for(pid, relay, None), None);
     };
-    let deadline = Instant::now() + timeout;
-    let waiter = relay.clone();
-    let job = move || reap::wait_for(pid, &waiter, None);
-    let (mut jobs, not_started) = Jobs::start("on-exit", [job]);
-    if let Some((_, e)) = not_started.first() {
-        log::warn!("--on-exit: cannot keep its timeout ({e}): waiting as long as it takes");
-        return ended(reap::wait_for(pid, relay, None), None);
-    }
-    if let Some((_, waited)) = jobs.next_by(Some(deadline)) {
-        return ended(waited, None);
-    }
+    let (waiter, wake) = (relay.clone(), channel.sender.clone());
+    let spawned = thread::Builder::new()
+        .name("on-exit".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let waited = reap::wait_for(pid, &waiter, None);
+            let _ = wake.send(Event::OnExitEnded);
+            waited
+        });
+    let waiting = match spawned {
+        Ok(waiting) => waiting,
+        Err(e) => {
+            log::warn!("--on-exit: cannot keep its timeout ({e}): waiting as long as it takes");
+            return ended(reap::wait_for(pid, relay, None), None);
+        }
+    };
     let limit = duration::format(timeout);
-    log::warn!(
-        "the --on-exit program is still running after {limit} (--on-exit-timeout): sending SIGTERM to its process group"
-    );
-    relay.signal_group(libc::SIGTERM);
-    if let Some((_, waited)) = jobs.next_by(Some(Instant::now() + KILL_AFTER)) {
-        return ended(waited, Some(timeout));
+    let steps = [
+        (
+            timeout,
+            format!("after {limit} (--on-exit-timeout)"),
+            libc::SIGTERM,
+        ),
+        (KILL_AFTER, "2s after SIGTERM".to_owned(), libc::SIGKILL),
+    ];
+    let mut timed_out = None;
+    for (after, when, sig) in steps {
+        if ended_by(channel, Instant::now() + after) {
+            break;
+        }
+        let name = signals::name(sig);
+        log::warn!(
+            "the --on-exit program is still running {when}: sending {name} to its process group"
+        );
+        relay.signal_group(sig);
+        timed_out = Some(timeout);
     }
-    log::warn!(
-        "the --on-exit program is still running 2s after SIGTERM: sending SIGKILL to its process group"
-    );
-    relay.signal_group(libc::SIGKILL);
-    match jobs.next_by(None) {
-        Some((_, waited)) => ended(waited, Some(timeout)),
-        None => Ended::Lost(Error::Io(
+    // Ended, or SIGKILLed: the thread returns once the kernel has it reaped.
+    match waiting.join() {
+        Ok(waited) => ended(waited, timed_out),
+        Err(_) => Ended::Lost(Error::Io(
             "waiting for the --on-exit program",
-            io::Error::other("its waiting thread ended without an answer"),
+            io::Error::other("its waiting thread failed"),
         )),
     }
+}
+
+/// Whether the waiting thread said the program ended before `deadline`. A
+/// signal read meanwhile (after the program was reaped the relay sends them
+/// here) is put back for whoever reads next (§9's wait).
+fn ended_by(channel: &Channel, deadline: Instant) -> bool {
+    let mut signals = Vec::new();
+    let ended = loop {
+        match deadline::recv_by(&channel.events, Some(deadline)) {
+            Ok(Event::OnExitEnded) => break true,
+            Ok(Event::Signal(sig)) => signals.push(sig),
+            Ok(_) => {}
+            Err(_) => break false,
+        }
+    };
+    for sig in signals {
+        let _ = channel.sender.send(Event::Signal(sig));
+    }
+    ended
 }
 
 impl Ended {
