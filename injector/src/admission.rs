@@ -8,6 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::inject::{self, Plan, Scope};
+use crate::install::Install;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -24,9 +25,9 @@ pub struct Answer {
     pub warnings: Vec<String>,
 }
 
-/// Answers the review in `body` (SPEC §10); `image` is the tandem image the init
-/// container runs. `Err` says, in one line, why the body is not a review.
-pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> {
+/// Answers the review in `body` (SPEC §10); `install` is the tandem image and
+/// its route into the Pod. `Err` says, in one line, why the body is not a review.
+pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, String> {
     let review: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     if review["apiVersion"] != API_VERSION || review["kind"] != "AdmissionReview" {
@@ -44,7 +45,7 @@ pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> 
         patch,
         warnings,
         summary,
-    } = inject::plan(request, image, scope);
+    } = inject::plan(request, install, scope);
     let mut response = json!({"uid": uid, "allowed": true});
     if !patch.is_empty() {
         let ops = Value::Array(patch).to_string();
@@ -70,6 +71,13 @@ mod tests {
         serde_json::from_slice(&answer.body).unwrap()
     }
 
+    fn img() -> Install {
+        Install {
+            image: "img".into(),
+            mode: crate::install::Mode::EmptyDir,
+        }
+    }
+
     #[test]
     fn a_body_that_is_not_a_v1_review_is_an_error_naming_what_it_is() {
         let cases: &[(&[u8], &str)] = &[
@@ -87,7 +95,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let err = answer(body, "img", Scope::Label).unwrap_err();
+            let err = answer(body, &img(), Scope::Label).unwrap_err();
             assert!(
                 err.contains(expected),
                 "{:?}: {err}",
@@ -100,7 +108,7 @@ mod tests {
     fn a_review_that_changes_nothing_is_allowed_with_its_uid_and_no_patch() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
             "request":{"uid":"abc","kind":{"group":"","version":"v1","kind":"Secret"},"operation":"CREATE"}}"#;
-        let out = decode(&answer(body, "img", Scope::Label).unwrap());
+        let out = decode(&answer(body, &img(), Scope::Label).unwrap());
         assert_eq!(out["apiVersion"], API_VERSION);
         assert_eq!(out["kind"], "AdmissionReview");
         assert_eq!(out["response"], json!({"uid": "abc", "allowed": true}));

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
@@ -14,6 +15,8 @@
 //! | `tls` | the certificate files and their reload on change |
 //! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
 //! | `log` | stderr lines |
+//! | `policy` | the same change as admission policies (`policy`), and their CEL |
+//! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
 
@@ -22,7 +25,10 @@ pub mod cli;
 pub mod deadline;
 pub mod http;
 pub mod inject;
+pub mod install;
 pub mod log;
+pub mod policy;
 pub mod server;
 pub mod sidecars;
 pub mod tls;
+pub mod yaml;

@@ -18,6 +18,7 @@ use crate::admission;
 use crate::deadline::Deadline;
 use crate::http::{self, Failure, Request, Status};
 use crate::inject::Scope;
+use crate::install::Install;
 use crate::say;
 
 /// Connections served at once, at most; more wait in the listen backlog.
@@ -32,7 +33,7 @@ const STACK_SIZE: usize = 512 * 1024;
 /// What every connection shares.
 struct Shared {
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     stop: UnixStream,
     open: Mutex<usize>,
     closed: Condvar,
@@ -48,17 +49,17 @@ impl Shared {
 }
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
-/// or the peer closed), then finishes what is in flight. `image` is the tandem
-/// image for the init container.
+/// or the peer closed), then finishes what is in flight. `install` is the
+/// tandem image and its route into the Pods.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     stop: UnixStream,
 ) -> io::Result<()> {
     let shared = Arc::new(Shared {
         tls,
-        image,
+        install,
         stop,
         open: Mutex::new(0),
         closed: Condvar::new(),
@@ -208,7 +209,7 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
         let text = format!("tandem-injector: {} takes POST\n", request.path);
         return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
-    match admission::answer(&request.body, &shared.image, scope) {
+    match admission::answer(&request.body, &shared.install, scope) {
         Ok(answer) => {
             let warnings: String = answer
                 .warnings
