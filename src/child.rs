@@ -1,6 +1,7 @@
-//! Starting the app: job control taken, the relay pointed at it, PATH lookup, its
-//! own process group, job control and signal state set up in the child
-//! (`terminal`, `signals`), and exec failures mapped to 126/127 (SPEC §4, §7).
+//! Starting the app (and, by `run`, waiting for it through `reap`): job control
+//! taken, the relay pointed at it, PATH lookup, its own process group, job control
+//! and signal state set up in the child (`terminal`, `signals`), and exec failures
+//! mapped to 126/127 (SPEC §4, §7). `spawn` starts the `--on-exit` program too.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, ErrorKind};
@@ -11,9 +12,24 @@ use std::process::Command;
 
 use crate::config::ForwardTo;
 use crate::event::Events;
-use crate::exit::Error;
+use crate::exit::{Error, Outcome};
+use crate::reap;
 use crate::signals::{AppSignals, Relay};
 use crate::terminal::JobControl;
+
+/// Runs the app to its end: `start`, then `reap::wait_for` it; a failure to
+/// start or to wait for it is the run's outcome (126, 127, 70).
+pub fn run(
+    command: &OsStr,
+    args: &[OsString],
+    relay: &Relay,
+    pending: &Events,
+    forward_to: ForwardTo,
+) -> Outcome {
+    start(command, args, relay, pending, forward_to)
+        .and_then(|(pid, job)| reap::wait_for(pid, relay, job))
+        .unwrap_or_else(Outcome::Failed)
+}
 
 /// Starts the app once the wait is over, with the relay pointed at it from the
 /// spawn on (signals `pending` since the wait ended included); gives its pid and

@@ -44,15 +44,13 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
             let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel);
             Ok(exit::finish(&Outcome::Exited(0), quit_failed, &told))
         }
-        // Wait → run → quit → the app's status (SPEC §3–§5).
+        // Wait → run → --on-exit → quit → the app's status (SPEC §3–§5, §11).
         Task::Run(cmd, args) => {
             let Started(cfg, relay, channel) = start(&cli, &mut told)?;
             reap::become_subreaper();
             let outcome = match ready::wait(&cfg.ready, &channel, true) {
                 Err(end) => end,
-                Ok(()) => child::start(cmd, args, &relay, &channel.events, cfg.forward_to)
-                    .and_then(|(pid, job)| reap::wait_for(pid, &relay, job))
-                    .unwrap_or_else(Outcome::Failed),
+                Ok(()) => child::run(cmd, args, &relay, &channel.events, cfg.forward_to),
             };
             outcome.log(cfg.has_sidecars());
             on_exit::run(&cfg, &outcome, &relay, &channel);
