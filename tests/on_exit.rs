@@ -36,8 +36,14 @@ fn sh(script: &str, args: &[&Path]) -> String {
 
 /// A hook that records its environment in `$1`, then waits at a gate: it makes
 /// `$2` and exits with 5 once `$3` exists. Its stdin's target, its process group
-/// and the relayed SIGUSR1s are recorded too.
+/// and the relayed SIGUSR1s are recorded too, and those its child in its group
+/// gets (in `$1.child`; the child ends with it).
 const GATED_HOOK: &str = r#"
+hook=$$
+(
+  trap 'echo usr1 >> "$1.child"' USR1
+  while kill -0 "$hook" 2>/dev/null && [ ! -e "$3" ]; do sleep 0.01; done
+) &
 trap 'echo usr1 >> "$1.usr1"' USR1
 {
   echo "code=$TANDEM_EXIT_CODE"
@@ -108,8 +114,9 @@ impl Gate {
             .to_owned()
     }
 
-    fn usr1s(&self) -> usize {
-        let log = self.dir.join("env.usr1");
+    /// The SIGUSR1s the hook (`who`: `usr1`) or its child (`child`) got.
+    fn usr1s(&self, who: &str) -> usize {
+        let log = self.dir.join(format!("env.{who}"));
         fs::read_to_string(log).unwrap_or_default().lines().count()
     }
 }
@@ -390,8 +397,20 @@ fn its_own_group_gets_relayed_signals_that_leave_the_status_alone() {
         assert_ne!(pid, tandem.pid().to_string());
         for n in 1..=3 {
             tandem.signal(SIGUSR1);
-            let seen = wait_until(REACT, || gate.usr1s() >= n);
+            let seen = wait_until(REACT, || gate.usr1s("usr1") >= n);
             assert!(seen, "SIGUSR1 {n} not relayed\n{}", tandem.stderr_so_far());
+        }
+        // --forward-to group reaches its child too (signals sent close together
+        // may merge there); the default, only the hook.
+        if group {
+            let seen = wait_until(REACT, || gate.usr1s("child") > 0);
+            assert!(
+                seen,
+                "the hook's child got no SIGUSR1 with --forward-to group"
+            );
+        } else {
+            thread::sleep(Duration::from_millis(100));
+            assert_eq!(gate.usr1s("child"), 0, "the hook's child got a SIGUSR1");
         }
         // A terminating signal goes to it too, and is not tandem's status.
         tandem.signal(SIGTERM);
