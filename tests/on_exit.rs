@@ -609,3 +609,50 @@ fn a_job_container_records_it_has_finished_only_after_its_hook() {
     );
     assert!(quit_at(&fake, &a) > opened, "quit before a's hook ended");
 }
+
+#[test]
+fn a_zero_timeout_waits_as_long_as_it_takes() {
+    let hook = sh("sleep 0.5; exit 0", &[]);
+    let out = run(
+        tandem()
+            .args(["--on-exit-timeout", "0", "--on-exit", &hook])
+            .arg("true"),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(
+        out.stderr.contains("the --on-exit program exited with 0")
+            && !out.stderr.contains("SIGTERM"),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn it_never_changes_the_termination_message() {
+    let dir = temp_dir("termination");
+    let cases = [
+        // The app succeeded, the hook failed: nothing to say.
+        ("true", "false", ""),
+        // tandem's own reason stays the app's, whatever the hook does.
+        (
+            "tandem-no-such-app",
+            "tandem-no-such-hook",
+            "tandem-no-such-app: command not found",
+        ),
+    ];
+    for (i, (app, hook, want)) in cases.into_iter().enumerate() {
+        let log = dir.join(format!("message-{i}"));
+        fs::write(&log, "").unwrap();
+        let out = run(
+            tandem()
+                .arg("--termination-log")
+                .arg(&log)
+                .args(["--on-exit", hook, app]),
+            RUN_TIMEOUT,
+        );
+        let message = fs::read_to_string(&log).unwrap();
+        assert_eq!(message.trim(), want, "{app} {hook}\n{}", out.dump());
+        assert!(out.stderr.contains("--on-exit"), "{}", out.dump());
+    }
+}
