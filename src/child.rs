@@ -10,10 +10,10 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::config::ForwardTo;
 use crate::event::Events;
 use crate::exit::{Error, Outcome};
 use crate::reap;
+use crate::settings::ForwardTo;
 use crate::signals::{AppSignals, Relay};
 use crate::terminal::JobControl;
 

@@ -11,11 +11,12 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, ForwardTo, OnExit, duration};
 use crate::deadline;
 use crate::event::{Channel, Event};
 use crate::exit::{Error, Outcome};
+use crate::settings::{Config, ForwardTo, OnExit};
 use crate::signals::{self, Relay};
+use crate::value::duration;
 use crate::{child, reap};
 
 /// How long a program that got SIGTERM at its timeout has before SIGKILL.
