@@ -7,6 +7,8 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `entrypoint` | a container without `command`: Kubernetes' command/args rule, the annotation |
+//! | `registry` | the image's configuration from its registry, cached |
 //! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
@@ -20,9 +22,11 @@
 pub mod admission;
 pub mod cli;
 pub mod deadline;
+pub mod entrypoint;
 pub mod http;
 pub mod inject;
 pub mod log;
+pub mod registry;
 pub mod server;
 pub mod sidecars;
 pub mod tls;

@@ -1,0 +1,108 @@
+//! The image's entrypoint from its registry (SPEC §10, issue 31): a job
+//! container without `command` runs its image's `ENTRYPOINT`/`CMD`, which only
+//! the image's configuration knows. [`Registry::lookup`] reads it through the
+//! OCI distribution API within a deadline, remembered in a bounded cache.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `reference` | an image reference as the runtime reads it |
+//! | `client` | one lookup: manifest, index, configuration blob, authentication |
+//! | `challenge` | the `WWW-Authenticate` header |
+//! | `manifest` | manifests, indexes, configurations read |
+//! | `auth` | credentials from a Docker `config.json` |
+//! | `cache` | bounded, timed, shared lookups |
+//! | `failure` | why a lookup failed, and the fix |
+
+pub mod auth;
+pub mod cache;
+pub mod challenge;
+pub mod client;
+pub mod failure;
+pub mod manifest;
+pub mod reference;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub use auth::Credentials;
+pub use cache::{Cache, Source};
+pub use client::Client;
+pub use failure::Failure;
+pub use manifest::ImageConfig;
+pub use reference::Reference;
+
+/// A lookup's deadline by default: well inside the webhook's 5 s timeout.
+pub const DEADLINE: Duration = Duration::from_secs(2);
+/// Answers kept at most.
+pub const CAPACITY: usize = 1024;
+/// A tag's answer is kept this long (a tag may move).
+pub const TAG_TTL: Duration = Duration::from_secs(600);
+/// A failure is kept this long, so a Job's many Pods do not each wait for it.
+pub const FAILURE_TTL: Duration = Duration::from_secs(30);
+
+/// A lookup's answer.
+pub type Answer = Result<ImageConfig, Failure>;
+
+/// Lookups counted since start, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Answered from the cache (a shared lookup included).
+    pub hit: AtomicU64,
+    /// Looked up.
+    pub miss: AtomicU64,
+    /// Answered with a failure, remembered ones included.
+    pub failure: AtomicU64,
+}
+
+/// The client and its cache: what the server shares between reviews.
+pub struct Registry {
+    client: Client,
+    cache: Cache<Answer>,
+    /// The counters `/metrics` reads.
+    pub counts: Counts,
+}
+
+impl Registry {
+    /// A registry reader with `client` and a cache of `capacity` answers.
+    pub fn new(client: Client, capacity: usize) -> Registry {
+        Registry {
+            client,
+            cache: Cache::new(capacity),
+            counts: Counts::default(),
+        }
+    }
+
+    /// The configuration of `image` (a container's `image` field), by `deadline`.
+    pub fn lookup(&self, image: &str, deadline: Instant) -> (Answer, Source) {
+        let answer = match Reference::parse(image) {
+            Err(why) => (Err(Failure::Reference(why)), Source::Miss),
+            Ok(reference) => {
+                let key = reference.to_string();
+                let found = self.cache.get(&key, deadline, || {
+                    let answer = self.client.image_config(&reference, deadline);
+                    let ttl = match &answer {
+                        Ok(_) if reference.pinned() => None,
+                        Ok(_) => Some(TAG_TTL),
+                        // A timeout is this lookup's, not the image's: not kept.
+                        Err(Failure::Timeout) => Some(Duration::ZERO),
+                        Err(_) => Some(FAILURE_TTL),
+                    };
+                    (answer, ttl)
+                });
+                found.unwrap_or((Err(Failure::Timeout), Source::Shared))
+            }
+        };
+        let counter = match (&answer.0, answer.1) {
+            (Err(_), _) => &self.counts.failure,
+            (Ok(_), Source::Miss) => &self.counts.miss,
+            (Ok(_), _) => &self.counts.hit,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        answer
+    }
+
+    /// Answers kept now.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+}
