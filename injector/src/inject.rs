@@ -3,8 +3,12 @@
 //! the log; it reads the Pod as JSON and never fails: what it cannot read leaves
 //! the Pod unchanged with a warning that says why.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value, json};
 
+use crate::entrypoint::{self, Wrapped};
+use crate::registry::ImageConfig;
 use crate::sidecars::{self, Sidecar};
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
@@ -60,15 +64,25 @@ impl Plan {
     }
 }
 
+/// What was found out, before planning, about the images of job containers
+/// without `command` (see [`wanted`]), by container name: the image's
+/// configuration, or why there is none (with the fix).
+pub type Images = HashMap<String, Result<ImageConfig, String>>;
+
 /// The plan for one admission `request` (SPEC §10): the Pod is changed only when
 /// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `image` is the
 /// tandem image the init container runs.
 pub fn plan(request: &Value, image: &str, scope: Scope) -> Plan {
+    plan_with(request, image, scope, &Images::new())
+}
+
+/// [`plan`], with what `images` says of the job containers without `command`.
+pub fn plan_with(request: &Value, image: &str, scope: Scope, images: &Images) -> Plan {
     let (pod, name) = match select(request, scope) {
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
-    match change(pod, image) {
+    match change(pod, image, images) {
         Ok(mut plan) => {
             plan.summary = format!("{name}: {}", plan.summary);
             plan
@@ -79,6 +93,32 @@ pub fn plan(request: &Value, image: &str, scope: Scope) -> Plan {
             ..Plan::default()
         },
     }
+}
+
+/// The job containers without `command` (and no entrypoint annotation) of the
+/// Pod `request` would change, with their images: what must be looked up in
+/// a registry before [`plan_with`]. Empty for every other request.
+pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
+    let Ok((pod, _)) = select(request, scope) else {
+        return Vec::new();
+    };
+    let Some(spec) = pod["spec"].as_object() else {
+        return Vec::new();
+    };
+    let injected = containers(spec, "initContainers")
+        .is_ok_and(|init| init.iter().any(|c| c.name == INSTALL_CONTAINER));
+    let Ok(main) = containers(spec, "containers") else {
+        return Vec::new();
+    };
+    if injected {
+        return Vec::new();
+    }
+    main.iter()
+        .filter(|c| sidecars::find(c.name).is_none())
+        .filter(|c| c.command.as_ref().is_none_or(Vec::is_empty))
+        .filter(|c| entrypoint::annotated(pod, c.name).is_none())
+        .filter_map(|c| Some((c.name.to_string(), c.image?.to_string())))
+        .collect()
 }
 
 /// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.
@@ -128,6 +168,10 @@ struct Container<'a> {
     index: usize,
     name: &'a str,
     command: Option<Vec<&'a str>>,
+    /// `args`; empty when unset (as Kubernetes reads them).
+    args: Vec<String>,
+    /// `image`, when it is a string.
+    image: Option<&'a str>,
     /// `env`, when the field is there.
     env: Option<&'a [Value]>,
     has_mounts: bool,
@@ -180,6 +224,15 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
             ),
             _ => return Err(format!("{}.command is not a list", at())),
         };
+        let args = match &c["args"] {
+            Value::Null => Vec::new(),
+            Value::Array(words) => words
+                .iter()
+                .map(|w| w.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{}.args is not a list of strings", at()))?,
+            _ => return Err(format!("{}.args is not a list", at())),
+        };
         let env = match &c["env"] {
             Value::Null => None,
             Value::Array(env) if env.iter().all(|e| e["name"].is_string()) => Some(env.as_slice()),
@@ -194,6 +247,8 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
             index,
             name,
             command,
+            args,
+            image: c["image"].as_str(),
             env,
             has_mounts,
             always: c["restartPolicy"] == "Always",
@@ -203,7 +258,7 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
 }
 
 /// The change for an opted-in Job's Pod, or the problem that prevents it.
-fn change(pod: &Value, image: &str) -> Result<Plan, String> {
+fn change(pod: &Value, image: &str, images: &Images) -> Result<Plan, String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -230,6 +285,9 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
 
     let mut warnings = Vec::new();
     let mut wrapped = Vec::new();
+    // The containers without `command` that are wrapped, by index: their new
+    // command and args, and where their entrypoint came from.
+    let mut found: HashMap<usize, (Wrapped, &str)> = HashMap::new();
     for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
         if injected {
             // A second call (reinvocation): the containers changed the first time.
@@ -239,11 +297,16 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
             continue;
         }
         match c.command.as_deref() {
-            None | Some([]) => warnings.push(format!(
-                "tandem-injector: container {:?} not injected: it has no command \
-                 (set command to its image's entrypoint)",
-                c.name
-            )),
+            None | Some([]) => match without_command(pod, c, images) {
+                Ok(how) => {
+                    found.insert(c.index, how);
+                    wrapped.push(c);
+                }
+                Err(why) => warnings.push(format!(
+                    "tandem-injector: container {:?} not injected: {why}",
+                    c.name
+                )),
+            },
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
                 warnings.push(format!(
                     "tandem-injector: container {:?} left as is: it already runs tandem",
@@ -283,11 +346,29 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
         );
         for c in &wrapped {
             let at = format!("/spec/containers/{}", c.index);
-            let command: Vec<&str> = [TANDEM, "--"]
-                .into_iter()
-                .chain(c.command.iter().flatten().copied())
-                .collect();
-            patch.push(json!({"op": "replace", "path": format!("{at}/command"), "value": command}));
+            let command: Vec<&str> = match found.get(&c.index) {
+                Some((w, _)) => w.command.iter().map(String::as_str).collect(),
+                None => [TANDEM, "--"]
+                    .into_iter()
+                    .chain(c.command.iter().flatten().copied())
+                    .collect(),
+            };
+            // `add` sets a field the container does not have.
+            let op = if found.contains_key(&c.index) {
+                "add"
+            } else {
+                "replace"
+            };
+            patch.push(json!({"op": op, "path": format!("{at}/command"), "value": command}));
+            if let Some((
+                Wrapped {
+                    args: Some(args), ..
+                },
+                _,
+            )) = found.get(&c.index)
+            {
+                patch.push(json!({"op": "add", "path": format!("{at}/args"), "value": args}));
+            }
             let mut mounts =
                 vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
             if several {
@@ -305,6 +386,9 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
     let names: Vec<&str> = wrapped.iter().map(|c| c.name).collect();
     let mut told = Vec::new();
     for c in &wrapped {
+        if let Some((_, how)) = found.get(&c.index) {
+            told.push(format!("{} (entrypoint from {how})", c.name));
+        }
         let vars = variables(c, &classic, &native, several.then_some(&names[..]));
         if !vars.is_empty() {
             told.push(format!("{} ({})", c.name, describe(&vars)));
@@ -322,6 +406,44 @@ fn change(pod: &Value, image: &str) -> Result<Plan, String> {
         warnings,
         summary,
     })
+}
+
+/// How job container `c`, which has no `command`, is wrapped, and where its
+/// entrypoint came from (the annotation, else the registry's answer in
+/// `images`); else why it is not, with the fix.
+fn without_command(
+    pod: &Value,
+    c: &Container,
+    images: &Images,
+) -> Result<(Wrapped, &'static str), String> {
+    let image = c.image.unwrap_or("?");
+    let (entrypoint, cmd, how) = match entrypoint::annotated(pod, c.name) {
+        Some(Ok(words)) => (words, Vec::new(), "its annotation"),
+        Some(Err(why)) => return Err(format!("it has no command and its {why}")),
+        None => match images.get(c.name) {
+            Some(Ok(config)) => (
+                config.entrypoint.clone(),
+                config.cmd.clone(),
+                "the registry",
+            ),
+            Some(Err(why)) => {
+                return Err(format!(
+                    "it has no command and its image {image} was not read: {why}"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "it has no command and its image {image} was not looked up \
+                     (set command, or the annotation {}{})",
+                    entrypoint::ANNOTATION,
+                    c.name
+                ));
+            }
+        },
+    };
+    let wrapped = entrypoint::wrap(&entrypoint, &cmd, &c.args)
+        .map_err(|why| format!("it has no command and {why} (set command)"))?;
+    Ok((wrapped, how))
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
@@ -434,3 +556,7 @@ fn install_container(image: &str) -> Value {
 #[cfg(test)]
 #[path = "inject_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "inject_entrypoint_tests.rs"]
+mod entrypoint_tests;

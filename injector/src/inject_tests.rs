@@ -240,7 +240,8 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
         plan.warnings,
         [
             "tandem-injector: container \"uploader\" not injected: it has no command \
-          (set command to its image's entrypoint)"
+             and its image registry.example.com/myjob-distroless:1.0 was not looked up \
+             (set command, or the annotation tandem.dev/entrypoint.uploader)"
         ]
     );
     assert_eq!(out["spec"]["containers"][1], pod["spec"]["containers"][1]);
