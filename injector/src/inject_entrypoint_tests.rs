@@ -5,11 +5,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-
-#[path = "../tests/support/pods.rs"]
-mod pods;
-
-use pods::{container, job_pod, review};
+use crate::inject::tests::pods::{self, container, job_pod, review};
 
 const IMAGE: &str = "registry.example.com/batch:2";
 
