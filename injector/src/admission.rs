@@ -3,11 +3,14 @@
 //! no `request.uid`) is an error the server answers with HTTP 400; everything
 //! else is allowed, with the Pod's JSONPatch when it changes (SPEC §10).
 
+use std::time::Instant;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use crate::inject::{self, Plan, Scope};
+use crate::inject::{self, Images, Plan, Scope};
+use crate::registry::Registry;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -27,6 +30,39 @@ pub struct Answer {
 /// Answers the review in `body` (SPEC §10); `image` is the tandem image the init
 /// container runs. `Err` says, in one line, why the body is not a review.
 pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> {
+    answer_with(body, image, scope, |_| Images::new())
+}
+
+/// [`answer`], reading from `registry` by `deadline` the images of the job
+/// containers without `command`: a failed lookup leaves its container
+/// unwrapped, with the reason and the fix, and never fails the review.
+pub fn answer_looking(
+    body: &[u8],
+    image: &str,
+    scope: Scope,
+    registry: &Registry,
+    deadline: Instant,
+) -> Result<Answer, String> {
+    answer_with(body, image, scope, |request| {
+        let mut images = Images::new();
+        for (container, image) in inject::wanted(request, scope) {
+            let answer = registry
+                .lookup(&image, deadline)
+                .0
+                .map_err(|failure| format!("{failure} ({})", failure.fix()));
+            images.insert(container, answer);
+        }
+        images
+    })
+}
+
+/// [`answer`], with `look` telling what the images of the review's `request` say.
+fn answer_with(
+    body: &[u8],
+    image: &str,
+    scope: Scope,
+    look: impl FnOnce(&Value) -> Images,
+) -> Result<Answer, String> {
     let review: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     if review["apiVersion"] != API_VERSION || review["kind"] != "AdmissionReview" {
@@ -44,7 +80,7 @@ pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> 
         patch,
         warnings,
         summary,
-    } = inject::plan(request, image, scope);
+    } = inject::plan_with(request, image, scope, &look(request));
     let mut response = json!({"uid": uid, "allowed": true});
     if !patch.is_empty() {
         let ops = Value::Array(patch).to_string();

@@ -1,11 +1,16 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, each with its variable (the option wins), validated before
+//! `--image`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins), validated before
 //! anything is opened; a bad or missing value is one line naming the option or
 //! variable, the value and what is expected (exit 64, as the wrapper).
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::path::Path;
 
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+use crate::registry::Credentials;
 use crate::tls::Files;
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -22,6 +27,10 @@ pub struct Config {
     pub files: Files,
     /// The tandem image the init container runs.
     pub image: String,
+    /// Registry logins (`--registry-auth`); none by default.
+    pub registry_auth: Credentials,
+    /// Extra CA certificates (DER) for registries (`--registry-ca`).
+    pub registry_ca: Vec<Vec<u8>>,
 }
 
 /// What the command line asks for.
@@ -67,14 +76,27 @@ const IMAGE: Opt = Opt {
     value: "IMAGE",
     help: "the tandem image the install init container runs",
 };
-const OPTIONS: [&Opt; 4] = [&LISTEN, &CERT, &KEY, &IMAGE];
+const REGISTRY_AUTH: Opt = Opt {
+    flag: "--registry-auth",
+    var: "TANDEM_INJECTOR_REGISTRY_AUTH",
+    value: "FILE",
+    help: "Docker config.json with logins for the registries of job images",
+};
+const REGISTRY_CA: Opt = Opt {
+    flag: "--registry-ca",
+    var: "TANDEM_INJECTOR_REGISTRY_CA",
+    value: "PEM",
+    help: "extra CA certificates for those registries",
+};
+const OPTIONS: [&Opt; 6] = [&LISTEN, &CERT, &KEY, &IMAGE, &REGISTRY_AUTH, &REGISTRY_CA];
 
 /// The `--help` text.
 pub fn help() -> String {
     let mut text = String::from(
         "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
-         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\n\
+         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
+         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
     for o in OPTIONS {
@@ -96,7 +118,7 @@ pub fn parse(
     args: impl IntoIterator<Item = OsString>,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
-    let mut given: [Option<OsString>; 4] = Default::default();
+    let mut given: [Option<OsString>; OPTIONS.len()] = Default::default();
     let mut parser = lexopt::Parser::from_args(args);
     while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
         match arg {
@@ -134,10 +156,21 @@ pub fn parse(
         Some((from, v)) => parse_image(&from, &v)?,
         None => return Err(missing(&IMAGE)),
     };
+    let registry_auth = match next() {
+        Some((from, v)) => Credentials::load(Path::new(&v))
+            .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
+        None => Credentials::default(),
+    };
+    let registry_ca = match next() {
+        Some((from, v)) => parse_ca(&from, Path::new(&v))?,
+        None => Vec::new(),
+    };
     Ok(Task::Run(Config {
         listen,
         files: Files { cert, key },
         image,
+        registry_auth,
+        registry_ca,
     }))
 }
 
@@ -158,6 +191,21 @@ fn parse_listen(from: &str, value: &OsString) -> Result<SocketAddr, String> {
             "{from} {value:?}: expected an IP address and a port, e.g. 0.0.0.0:8443 or [::]:8443"
         )
     })
+}
+
+fn parse_ca(from: &str, path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let bad = |why: String| format!("{from} {}: {why}", path.display());
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(format!("{e}")))?
+        .map(|c| c.map(|c| c.as_ref().to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("{e}")))?;
+    if certs.is_empty() {
+        return Err(bad(
+            "expected PEM CA certificates (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(certs)
 }
 
 fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
@@ -265,6 +313,51 @@ mod tests {
             err.starts_with("--image \"a b\": expected an image reference"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn registry_files_are_read_at_start_and_a_bad_one_is_named() {
+        let dir = std::env::temp_dir().join(format!("tandem-injector-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let auth = dir.join("config.json");
+        std::fs::write(&auth, r#"{"auths":{"r.example":{"auth":"dTpw"}}}"#).unwrap();
+        let not_pem = dir.join("ca.txt");
+        std::fs::write(&not_pem, "no certificate here").unwrap();
+        let args = format!("{NEEDED} --registry-auth {}", auth.display());
+        let Ok(Task::Run(c)) = run(&args, &[]) else {
+            panic!()
+        };
+        assert_eq!(c.registry_auth.for_host("r.example").unwrap().username, "u");
+        assert!(c.registry_ca.is_empty());
+        let missing = dir.join("missing.json");
+        let cases = [
+            (
+                format!("{NEEDED} --registry-auth {}", missing.display()),
+                vec![],
+                "--registry-auth: ",
+            ),
+            (
+                NEEDED.to_string(),
+                vec![("TANDEM_INJECTOR_REGISTRY_AUTH", not_pem.to_str().unwrap())],
+                "TANDEM_INJECTOR_REGISTRY_AUTH: ",
+            ),
+            (
+                format!("{NEEDED} --registry-ca {}", not_pem.display()),
+                vec![],
+                "--registry-ca ",
+            ),
+        ];
+        for (args, vars, expected) in cases {
+            let err = run(&args, &vars).unwrap_err();
+            assert!(err.starts_with(expected), "{args}: {err}");
+        }
+        let err = run(
+            &format!("{NEEDED} --registry-ca {}", not_pem.display()),
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.contains("expected PEM CA certificates"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
@@ -18,6 +18,7 @@ use crate::admission;
 use crate::deadline::Deadline;
 use crate::http::{self, Failure, Request, Status};
 use crate::inject::Scope;
+use crate::registry::Registry;
 use crate::say;
 
 /// Connections served at once, at most; more wait in the listen backlog.
@@ -33,6 +34,7 @@ const STACK_SIZE: usize = 512 * 1024;
 struct Shared {
     tls: Arc<ServerConfig>,
     image: String,
+    registry: Arc<Registry>,
     stop: UnixStream,
     open: Mutex<usize>,
     closed: Condvar,
@@ -49,16 +51,19 @@ impl Shared {
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
 /// or the peer closed), then finishes what is in flight. `image` is the tandem
-/// image for the init container.
+/// image for the init container; `registry` reads the images of job
+/// containers without `command`.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
     image: String,
+    registry: Arc<Registry>,
     stop: UnixStream,
 ) -> io::Result<()> {
     let shared = Arc::new(Shared {
         tls,
         image,
+        registry,
         stop,
         open: Mutex::new(0),
         closed: Condvar::new(),
@@ -208,7 +213,14 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
         let text = format!("tandem-injector: {} takes POST\n", request.path);
         return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
-    match admission::answer(&request.body, &shared.image, scope) {
+    let deadline = Instant::now() + shared.registry.deadline;
+    match admission::answer_looking(
+        &request.body,
+        &shared.image,
+        scope,
+        &shared.registry,
+        deadline,
+    ) {
         Ok(answer) => {
             let warnings: String = answer
                 .warnings

@@ -58,6 +58,8 @@ pub struct Counts {
 pub struct Registry {
     client: Client,
     cache: Cache<Answer>,
+    /// How long a review waits for its lookups, at most (default [`DEADLINE`]).
+    pub deadline: Duration,
     /// The counters `/metrics` reads.
     pub counts: Counts,
 }
@@ -68,6 +70,7 @@ impl Registry {
         Registry {
             client,
             cache: Cache::new(capacity),
+            deadline: DEADLINE,
             counts: Counts::default(),
         }
     }
