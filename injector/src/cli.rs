@@ -101,7 +101,7 @@ pub fn help() -> String {
     );
     for o in OPTIONS {
         let flag = format!("{} {}", o.flag, o.value);
-        text.push_str(&format!("  {flag:<20} {:<26} {}\n", o.var, o.help));
+        text.push_str(&format!("  {flag:<20} {:<30} {}\n", o.var, o.help));
     }
     text.push_str(
         "  --help, --version\n\n\
