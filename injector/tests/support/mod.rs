@@ -5,6 +5,9 @@
 #![allow(dead_code)] // each test crate takes the parts it needs
 
 pub mod pods;
+pub mod registry;
+#[path = "../../../tests/support/skips.rs"]
+pub mod skips;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -115,6 +118,16 @@ impl Injector {
 
     /// `start_with` for another build of the injector (`bin`).
     pub fn start_bin(bin: &Path, cert: &Path, key: &Path) -> Injector {
+        Injector::start_bin_args(bin, cert, key, &[])
+    }
+
+    /// `start_bin` with `extra` options after the usual ones.
+    pub fn start_bin_args(
+        bin: &Path,
+        cert: &Path,
+        key: &Path,
+        extra: &[&std::ffi::OsStr],
+    ) -> Injector {
         let mut child = Command::new(bin)
             .env_clear()
             .args(["--listen", "127.0.0.1:0", "--image", pods::TANDEM_IMAGE])
@@ -122,6 +135,7 @@ impl Injector {
             .arg(cert)
             .arg("--tls-key")
             .arg(key)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
