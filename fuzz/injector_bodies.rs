@@ -8,14 +8,20 @@ use base64::Engine as _;
 use serde_json::Value;
 use tandem_injector::admission;
 use tandem_injector::inject::Scope;
+use tandem_injector::install::{Install, Mode};
 
-/// Any bytes as a review body, through both routes: an error is one line; an
-/// answer is a v1 review allowing the request with its uid, its patch only adds
-/// under `/spec` or replaces a `command`, applies to the Pod it came with, and a
-/// second review of the patched Pod changes nothing (reinvocation).
+/// Any bytes as a review body, through both routes (each with one install
+/// mode): an error is one line; an answer is a v1 review allowing the request
+/// with its uid, its patch only adds under `/spec` or replaces a `command`,
+/// applies to the Pod it came with, and a second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
-    for scope in [Scope::Label, Scope::Namespace] {
-        let answer = match admission::answer(data, "registry.example.com/tandem:1", scope) {
+    let modes = [Mode::EmptyDir, Mode::ImageVolume];
+    for (scope, mode) in [Scope::Label, Scope::Namespace].into_iter().zip(modes) {
+        let install = Install {
+            image: "registry.example.com/tandem:1".into(),
+            mode,
+        };
+        let answer = match admission::answer(data, &install, scope) {
             Ok(answer) => answer,
             Err(reason) => {
                 assert!(!reason.is_empty() && !reason.contains('\n'), "{reason:?}");
@@ -57,7 +63,7 @@ pub fn review(data: &[u8]) {
         let mut again = input.clone();
         again["request"]["object"] = pod;
         let body = serde_json::to_vec(&again).expect("a Value serialises");
-        let second = admission::answer(&body, "registry.example.com/tandem:1", scope)
+        let second = admission::answer(&body, &install, scope)
             .expect("the patched review is still a review");
         let second: Value = serde_json::from_slice(&second.body).expect("the answer is JSON");
         assert!(

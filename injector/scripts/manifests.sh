@@ -12,7 +12,11 @@
 #   - deploy/self-signed.sh makes a certificate that the injector serves and that
 #     verifies for the Service's name against the CA it puts in caBundle;
 #   - every Pod the HTTPS tests patched (PATCHED, written by `make injector-test`)
-#     validates strictly.
+#     validates strictly, and so does every Pod the unit tests patched through
+#     the image-volume route (PATCHED-image-volume) for Kubernetes 1.35 and 1.36;
+#   - what `tandem-injector policy` prints, for both routes, passes yamllint and
+#     validates strictly for Kubernetes 1.36 and 1.37, and deploy/policy/ holds
+#     what it prints for the published image.
 # Each check first shows it can fail (self-tests).
 #
 # Usage: manifests.sh LINT_BIN INJECTOR PATCHED
@@ -48,6 +52,19 @@ validate() {
   [ "$code" -eq 0 ] && ! grep -q "Couldn't find schema" "$log"
 }
 
+# The API server generates a Pod's name from generateName after admission, before
+# storing it; kubernetes-validate needs the name, so each copy gets one the same way.
+name_pods() {
+  "$py" - "$1" "$2" <<'PY'
+import json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    pod = json.loads(path.read_text())
+    meta = pod["metadata"]
+    meta.setdefault("name", meta.get("generateName", "pod-") + "x7k2p")
+    (pathlib.Path(sys.argv[2]) / path.name).write_text(json.dumps(pod, indent=2))
+PY
+}
+
 # Self-tests: each check rejects what it is for.
 sed 's/^  replicas: 2$/  replica: 2/' deploy/tandem-injector.yaml >"$out/selftest/unknown-field.yaml"
 sed 's/^  renewBefore: /  renewBfore: /' deploy/cert-manager.yaml >"$out/selftest/cert-manager.yaml"
@@ -65,7 +82,7 @@ if "$py" scripts/restricted.py "$out/selftest/escalates.yaml" >/dev/null 2>&1; t
   fail "self-test: restricted.py passed a container without allowPrivilegeEscalation: false"
 fi
 
-"$bin/yamllint" --strict --config-file "$root/.yamllint" deploy/*.yaml || fail "yamllint (above)"
+"$bin/yamllint" --strict --config-file "$root/.yamllint" deploy/*.yaml deploy/policy/*.yaml || fail "yamllint (above)"
 for version in "${versions[@]}"; do
   validate "$version" deploy/tandem-injector.yaml || fail "deploy/tandem-injector.yaml: not valid for Kubernetes $version (above)"
 done
@@ -99,17 +116,8 @@ wait "$pid" || true
 trap - EXIT
 echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name"
 
-# The API server generates a Pod's name from generateName after admission, before
-# storing it; kubernetes-validate needs the name, so each copy gets one the same way.
 mkdir -p "$out/patched"
-"$py" - "$patched" "$out/patched" <<'PY'
-import json, pathlib, sys
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    pod = json.loads(path.read_text())
-    meta = pod["metadata"]
-    meta.setdefault("name", meta.get("generateName", "pod-") + "x7k2p")
-    (pathlib.Path(sys.argv[2]) / path.name).write_text(json.dumps(pod, indent=2))
-PY
+name_pods "$patched" "$out/patched"
 mapfile -t pods < <(find "$out/patched" -name '*.json' | sort)
 [ "${#pods[@]}" -gt 0 ] || fail "no patched Pods in $patched (make injector-test writes them)"
 for version in "${versions[@]}"; do
@@ -117,3 +125,25 @@ for version in "${versions[@]}"; do
 done
 "$py" scripts/restricted.py --container tandem-install "${pods[@]}"
 echo "injector-manifests: ${#pods[@]} patched Pods validate strictly for Kubernetes ${versions[*]}"
+
+# The admission policies (Kubernetes 1.36+), for both routes, and the checked-in copy.
+for mode in emptydir image-volume; do
+  "$injector" policy --image ghcr.io/tandem-sidecar/tandem:0.1.0 --install "$mode" >"$out/policy-$mode.yaml"
+  "$bin/yamllint" --strict --config-file "$root/.yamllint" "$out/policy-$mode.yaml" || fail "policy --install $mode: yamllint (above)"
+  for version in 1.36 1.37; do
+    validate "$version" "$out/policy-$mode.yaml" || fail "policy --install $mode: not valid for Kubernetes $version (above)"
+  done
+done
+cmp -s "$out/policy-emptydir.yaml" deploy/policy/tandem-injector.yaml \
+  || fail "deploy/policy/tandem-injector.yaml is not what \`tandem-injector policy --image ghcr.io/tandem-sidecar/tandem:0.1.0\` prints: run it again"
+echo "injector-manifests: the printed policies validate strictly for Kubernetes 1.36 1.37; deploy/policy/ is current"
+
+mapfile -t volume_pods < <(find "$patched-image-volume" -name '*.json' | sort)
+[ "${#volume_pods[@]}" -gt 0 ] || fail "no image-volume Pods in $patched-image-volume (make injector-test writes them)"
+mkdir -p "$out/patched-image-volume"
+name_pods "$patched-image-volume" "$out/patched-image-volume"
+mapfile -t volume_pods < <(find "$out/patched-image-volume" -name '*.json' | sort)
+for version in 1.35 1.36; do
+  validate "$version" "${volume_pods[@]}" || fail "an image-volume Pod is not valid for Kubernetes $version (above)"
+done
+echo "injector-manifests: ${#volume_pods[@]} image-volume Pods validate strictly for Kubernetes 1.35 1.36"

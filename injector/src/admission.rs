@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::inject::{self, Images, Plan, Scope};
+use crate::install::Install;
 use crate::registry::Registry;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
@@ -27,10 +28,10 @@ pub struct Answer {
     pub warnings: Vec<String>,
 }
 
-/// Answers the review in `body` (SPEC §10); `image` is the tandem image the init
-/// container runs. `Err` says, in one line, why the body is not a review.
-pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> {
-    answer_with(body, image, scope, |_| Images::new())
+/// Answers the review in `body` (SPEC §10); `install` is the tandem image and
+/// its route into the Pod. `Err` says, in one line, why the body is not a review.
+pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, String> {
+    answer_with(body, install, scope, |_| Images::new())
 }
 
 /// [`answer`], reading from `registry` by `deadline` the images of the job
@@ -38,12 +39,12 @@ pub fn answer(body: &[u8], image: &str, scope: Scope) -> Result<Answer, String> 
 /// unwrapped, with the reason and the fix, and never fails the review.
 pub fn answer_looking(
     body: &[u8],
-    image: &str,
+    install: &Install,
     scope: Scope,
     registry: &Registry,
     deadline: Instant,
 ) -> Result<Answer, String> {
-    answer_with(body, image, scope, |request| {
+    answer_with(body, install, scope, |request| {
         let mut images = Images::new();
         for (container, image) in inject::wanted(request, scope) {
             let answer = registry
@@ -59,7 +60,7 @@ pub fn answer_looking(
 /// [`answer`], with `look` telling what the images of the review's `request` say.
 fn answer_with(
     body: &[u8],
-    image: &str,
+    install: &Install,
     scope: Scope,
     look: impl FnOnce(&Value) -> Images,
 ) -> Result<Answer, String> {
@@ -80,7 +81,7 @@ fn answer_with(
         patch,
         warnings,
         summary,
-    } = inject::plan_with(request, image, scope, &look(request));
+    } = inject::plan_with(request, install, scope, &look(request));
     let mut response = json!({"uid": uid, "allowed": true});
     if !patch.is_empty() {
         let ops = Value::Array(patch).to_string();
@@ -106,6 +107,13 @@ mod tests {
         serde_json::from_slice(&answer.body).unwrap()
     }
 
+    fn img() -> Install {
+        Install {
+            image: "img".into(),
+            mode: crate::install::Mode::EmptyDir,
+        }
+    }
+
     #[test]
     fn a_body_that_is_not_a_v1_review_is_an_error_naming_what_it_is() {
         let cases: &[(&[u8], &str)] = &[
@@ -123,7 +131,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let err = answer(body, "img", Scope::Label).unwrap_err();
+            let err = answer(body, &img(), Scope::Label).unwrap_err();
             assert!(
                 err.contains(expected),
                 "{:?}: {err}",
@@ -136,7 +144,7 @@ mod tests {
     fn a_review_that_changes_nothing_is_allowed_with_its_uid_and_no_patch() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
             "request":{"uid":"abc","kind":{"group":"","version":"v1","kind":"Secret"},"operation":"CREATE"}}"#;
-        let out = decode(&answer(body, "img", Scope::Label).unwrap());
+        let out = decode(&answer(body, &img(), Scope::Label).unwrap());
         assert_eq!(out["apiVersion"], API_VERSION);
         assert_eq!(out["kind"], "AdmissionReview");
         assert_eq!(out["response"], json!({"uid": "abc", "allowed": true}));

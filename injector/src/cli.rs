@@ -1,5 +1,6 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins), validated before
+//! `--image`, `--install`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins), and the
+//! `policy` command with `--image` and `--install` alone, validated before
 //! anything is opened; a bad or missing value is one line naming the option or
 //! variable, the value and what is expected (exit 64, as the wrapper).
 
@@ -7,10 +8,8 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
-
-use crate::registry::Credentials;
+use crate::install::{Install, Mode};
+use crate::registry::{self, Credentials};
 use crate::tls::Files;
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -25,8 +24,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The certificate and key files.
     pub files: Files,
-    /// The tandem image the init container runs.
-    pub image: String,
+    /// The tandem image and its route into the Pods.
+    pub install: Install,
     /// Registry logins (`--registry-auth`); none by default.
     pub registry_auth: Credentials,
     /// Extra CA certificates (DER) for registries (`--registry-ca`).
@@ -38,6 +37,8 @@ pub struct Config {
 pub enum Task {
     /// Serve.
     Run(Config),
+    /// Print the admission policies for this image and route (`policy`).
+    Policy(Install),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -74,7 +75,13 @@ const IMAGE: Opt = Opt {
     flag: "--image",
     var: "TANDEM_INJECTOR_IMAGE",
     value: "IMAGE",
-    help: "the tandem image the install init container runs",
+    help: "the tandem image (the init container's, or the image volume)",
+};
+const INSTALL: Opt = Opt {
+    flag: "--install",
+    var: "TANDEM_INJECTOR_INSTALL",
+    value: "MODE",
+    help: "emptydir (an init container copies tandem; default) or image-volume (1.35+)",
 };
 const REGISTRY_AUTH: Opt = Opt {
     flag: "--registry-auth",
@@ -88,7 +95,17 @@ const REGISTRY_CA: Opt = Opt {
     value: "PEM",
     help: "extra CA certificates for those registries",
 };
-const OPTIONS: [&Opt; 6] = [&LISTEN, &CERT, &KEY, &IMAGE, &REGISTRY_AUTH, &REGISTRY_CA];
+const OPTIONS: [&Opt; 7] = [
+    &LISTEN,
+    &CERT,
+    &KEY,
+    &IMAGE,
+    &INSTALL,
+    &REGISTRY_AUTH,
+    &REGISTRY_CA,
+];
+/// The options of `policy`, at their places in `OPTIONS`.
+const POLICY_OPTIONS: [usize; 2] = [3, 4];
 
 /// The `--help` text.
 pub fn help() -> String {
@@ -96,7 +113,8 @@ pub fn help() -> String {
         "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
-         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\n\
+         \x20      [--install emptydir|image-volume] [--registry-auth FILE] [--registry-ca PEM]\n\
+         \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
     for o in OPTIONS {
@@ -107,7 +125,8 @@ pub fn help() -> String {
         "  --help, --version\n\n\
          Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
          labelled) and GET /healthz. SIGTERM: stop accepting, answer what is in\n\
-         flight, exit 0. Bad usage exits 64.\n",
+         flight, exit 0. `policy` prints, as YAML, the admission policies that make\n\
+         the same change with no server (Kubernetes 1.36+). Bad usage exits 64.\n",
     );
     text
 }
@@ -119,6 +138,7 @@ pub fn parse(
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
     let mut given: [Option<OsString>; OPTIONS.len()] = Default::default();
+    let mut policy = false;
     let mut parser = lexopt::Parser::from_args(args);
     while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
         match arg {
@@ -132,43 +152,71 @@ pub fn parse(
                 let flag = OPTIONS[i].flag;
                 given[i] = Some(parser.value().map_err(|e| format!("{flag}: {e}"))?);
             }
+            lexopt::Arg::Value(word) if word == "policy" && !policy => policy = true,
             other => return Err(format!("{} (see --help)", other.unexpected())),
         }
     }
+    if policy
+        && let Some(i) =
+            (0..OPTIONS.len()).find(|i| given[*i].is_some() && !POLICY_OPTIONS.contains(i))
+    {
+        return Err(format!(
+            "{} is not an option of policy, which takes --image and --install (see --help)",
+            OPTIONS[i].flag
+        ));
+    }
     // Each value with where it came from, for the error lines: the option if
-    // given, else the variable if set and not empty.
-    let mut values = OPTIONS.iter().zip(given).map(|(o, value)| match value {
-        Some(v) => Some((o.flag.to_string(), v)),
-        None => var(o.var)
-            .filter(|v| !v.is_empty())
-            .map(|v| (o.var.to_string(), v)),
-    });
+    // given, else the variable if set and not empty (`policy` reads only its own).
+    let mut values = OPTIONS
+        .iter()
+        .zip(given)
+        .enumerate()
+        .map(|(i, (o, value))| match value {
+            Some(v) => Some((o.flag.to_string(), v)),
+            None if policy && !POLICY_OPTIONS.contains(&i) => None,
+            None => var(o.var)
+                .filter(|v| !v.is_empty())
+                .map(|v| (o.var.to_string(), v)),
+        });
     let mut next = || values.next().flatten();
-    let listen = match next() {
+    let listen = next();
+    let cert = next();
+    let key = next();
+    let image = match next() {
+        Some((from, v)) => parse_image(&from, &v)?,
+        None => return Err(missing(&IMAGE)),
+    };
+    let mode = match next() {
+        Some((from, v)) => parse_mode(&from, &v)?,
+        None => Mode::default(),
+    };
+    let install = Install { image, mode };
+    let registry_auth = next();
+    let registry_ca = next();
+    if policy {
+        return Ok(Task::Policy(install));
+    }
+    let listen = match listen {
         Some((from, v)) => parse_listen(&from, &v)?,
         None => DEFAULT_LISTEN
             .parse()
             .map_err(|_| "invariant: the default listen address parses")?,
     };
-    let cert = next().ok_or_else(|| missing(&CERT))?.1.into();
-    let key = next().ok_or_else(|| missing(&KEY))?.1.into();
-    let image = match next() {
-        Some((from, v)) => parse_image(&from, &v)?,
-        None => return Err(missing(&IMAGE)),
-    };
-    let registry_auth = match next() {
+    let cert = cert.ok_or_else(|| missing(&CERT))?.1.into();
+    let key = key.ok_or_else(|| missing(&KEY))?.1.into();
+    let registry_auth = match registry_auth {
         Some((from, v)) => Credentials::load(Path::new(&v))
             .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
         None => Credentials::default(),
     };
-    let registry_ca = match next() {
-        Some((from, v)) => parse_ca(&from, Path::new(&v))?,
+    let registry_ca = match registry_ca {
+        Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
         None => Vec::new(),
     };
     Ok(Task::Run(Config {
         listen,
         files: Files { cert, key },
-        image,
+        install,
         registry_auth,
         registry_ca,
     }))
@@ -193,19 +241,13 @@ fn parse_listen(from: &str, value: &OsString) -> Result<SocketAddr, String> {
     })
 }
 
-fn parse_ca(from: &str, path: &Path) -> Result<Vec<Vec<u8>>, String> {
-    let bad = |why: String| format!("{from} {}: {why}", path.display());
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(format!("{e}")))?
-        .map(|c| c.map(|c| c.as_ref().to_vec()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(format!("{e}")))?;
-    if certs.is_empty() {
-        return Err(bad(
-            "expected PEM CA certificates (-----BEGIN CERTIFICATE-----)".into(),
-        ));
-    }
-    Ok(certs)
+fn parse_mode(from: &str, value: &OsString) -> Result<Mode, String> {
+    value.to_str().and_then(Mode::from_name).ok_or_else(|| {
+        format!(
+            "{from} {value:?}: expected {} (image-volume needs Kubernetes 1.35+)",
+            Mode::NAMES.join(" or ")
+        )
+    })
 }
 
 fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
@@ -240,20 +282,23 @@ mod tests {
             panic!()
         };
         assert_eq!(c.listen.to_string(), "0.0.0.0:8443");
-        assert_eq!(c.image, "img:1");
+        assert_eq!(c.install.image, "img:1");
+        assert_eq!(c.install.mode, Mode::EmptyDir);
         assert_eq!(c.files.cert, PathBuf::from("c.pem"));
         let vars = [
             ("TANDEM_INJECTOR_LISTEN", "127.0.0.1:9443"),
             ("TANDEM_INJECTOR_TLS_CERT", "/tls/tls.crt"),
             ("TANDEM_INJECTOR_TLS_KEY", "/tls/tls.key"),
             ("TANDEM_INJECTOR_IMAGE", "ghcr.io/x/tandem:1"),
+            ("TANDEM_INJECTOR_INSTALL", "image-volume"),
         ];
         let Ok(Task::Run(c)) = run("", &vars) else {
             panic!()
         };
         assert_eq!(c.listen.to_string(), "127.0.0.1:9443");
         assert_eq!(c.files.key, PathBuf::from("/tls/tls.key"));
-        assert_eq!(c.image, "ghcr.io/x/tandem:1");
+        assert_eq!(c.install.image, "ghcr.io/x/tandem:1");
+        assert_eq!(c.install.mode, Mode::ImageVolume);
         assert_eq!(run("--listen [::1]:0 --help", &[]), Ok(Task::Help));
         assert_eq!(run("--version", &[]), Ok(Task::Version));
     }
@@ -298,6 +343,27 @@ mod tests {
                 "--image: missing argument",
             ),
             ("--port 1", &[], "unknown option --port (see --help)"),
+            (
+                "--install copy --tls-cert c --tls-key k --image i",
+                &[],
+                "--install \"copy\": expected emptydir or image-volume",
+            ),
+            (
+                "policy --image i",
+                &[("TANDEM_INJECTOR_INSTALL", "Image-Volume")],
+                "TANDEM_INJECTOR_INSTALL \"Image-Volume\": expected emptydir or image-volume",
+            ),
+            ("policy --install emptydir", &[], "missing --image IMAGE"),
+            (
+                "policy --image i --tls-cert c",
+                &[],
+                "--tls-cert is not an option of policy",
+            ),
+            (
+                "policy --image i policy",
+                &[],
+                "unexpected argument \"policy\"",
+            ),
             ("serve", &[], "unexpected argument \"serve\""),
         ];
         for (args, vars, expected) in cases {
@@ -313,6 +379,28 @@ mod tests {
             err.starts_with("--image \"a b\": expected an image reference"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn policy_takes_the_image_and_the_route_and_no_server_setting() {
+        let vars = [
+            ("TANDEM_INJECTOR_TLS_CERT", "not read"),
+            ("TANDEM_INJECTOR_LISTEN", "not an address: not read either"),
+            ("TANDEM_INJECTOR_INSTALL", "image-volume"),
+        ];
+        let expected = Install {
+            image: "img:1".into(),
+            mode: Mode::ImageVolume,
+        };
+        assert_eq!(
+            run("policy --image img:1", &vars),
+            Ok(Task::Policy(expected))
+        );
+        let Ok(Task::Policy(install)) = run("--install emptydir policy --image img:2", &vars)
+        else {
+            panic!()
+        };
+        assert_eq!(install.mode, Mode::EmptyDir, "the option wins");
     }
 
     #[test]

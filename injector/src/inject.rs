@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use crate::entrypoint::{self, Wrapped};
+use crate::install::{self, Install};
 use crate::registry::ImageConfig;
 use crate::sidecars::{self, Sidecar};
 
@@ -15,9 +16,10 @@ use crate::sidecars::{self, Sidecar};
 pub const LABEL: &str = "tandem.dev/inject";
 /// The label's value that opts in.
 pub const ENABLED: &str = "enabled";
-/// The init container that installs tandem; its presence marks a changed Pod.
+/// The init container that installs tandem; it (or the image volume) marks a changed Pod.
 pub const INSTALL_CONTAINER: &str = "tandem-install";
-/// The `emptyDir` that carries the binary from the init container.
+/// The volume that carries the binary: an `emptyDir` the init container
+/// fills, or the tandem image itself (`--install image-volume`).
 pub const BIN_VOLUME: &str = "tandem-bin";
 /// The `emptyDir` where several job containers record who has finished (§9).
 pub const SHARED_VOLUME: &str = "tandem-shared";
@@ -70,19 +72,19 @@ impl Plan {
 pub type Images = HashMap<String, Result<ImageConfig, String>>;
 
 /// The plan for one admission `request` (SPEC §10): the Pod is changed only when
-/// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `image` is the
-/// tandem image the init container runs.
-pub fn plan(request: &Value, image: &str, scope: Scope) -> Plan {
-    plan_with(request, image, scope, &Images::new())
+/// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `install` is
+/// the tandem image and how its binary reaches the job containers.
+pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
+    plan_with(request, install, scope, &Images::new())
 }
 
 /// [`plan`], with what `images` says of the job containers without `command`.
-pub fn plan_with(request: &Value, image: &str, scope: Scope, images: &Images) -> Plan {
+pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Images) -> Plan {
     let (pod, name) = match select(request, scope) {
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
-    match change(pod, image, images) {
+    match change(pod, install, images) {
         Ok(mut plan) => {
             plan.summary = format!("{name}: {}", plan.summary);
             plan
@@ -258,7 +260,7 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
 }
 
 /// The change for an opted-in Job's Pod, or the problem that prevents it.
-fn change(pod: &Value, image: &str, images: &Images) -> Result<Plan, String> {
+fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -267,7 +269,11 @@ fn change(pod: &Value, image: &str, images: &Images) -> Result<Plan, String> {
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = init.iter().any(|c| c.name == INSTALL_CONTAINER);
+    let injected = init.iter().any(|c| c.name == INSTALL_CONTAINER)
+        || volumes
+            .into_iter()
+            .flatten()
+            .any(install::is_bin_image_volume);
     if !injected {
         let taken = volumes
             .into_iter()
@@ -332,18 +338,20 @@ fn change(pod: &Value, image: &str, images: &Images) -> Result<Plan, String> {
     let several = wrapped.len() > 1;
     let mut patch = Vec::new();
     if !injected {
-        let mut new_volumes = vec![json!({"name": BIN_VOLUME, "emptyDir": {"sizeLimit": "16Mi"}})];
+        let mut new_volumes = vec![install.volume()];
         if several {
             new_volumes.push(json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}));
         }
         append(&mut patch, "/spec/volumes", volumes.is_some(), new_volumes);
-        let has_init = !matches!(spec.get("initContainers"), None | Some(Value::Null));
-        append(
-            &mut patch,
-            "/spec/initContainers",
-            has_init,
-            vec![install_container(image)],
-        );
+        if let Some(container) = install.init_container() {
+            let has_init = !matches!(spec.get("initContainers"), None | Some(Value::Null));
+            append(
+                &mut patch,
+                "/spec/initContainers",
+                has_init,
+                vec![container],
+            );
+        }
         for c in &wrapped {
             let at = format!("/spec/containers/{}", c.index);
             let command: Vec<&str> = match found.get(&c.index) {
@@ -527,30 +535,6 @@ fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
     } else {
         patch.push(json!({"op": "add", "path": path, "value": items}));
     }
-}
-
-/// The init container that copies tandem into the binary's volume, shaped to
-/// pass Pod Security "restricted" whatever the Pod's own settings.
-fn install_container(image: &str) -> Value {
-    json!({
-        "name": INSTALL_CONTAINER,
-        "image": image,
-        "command": ["/tandem", "--install-to", INSTALL_DIR],
-        "volumeMounts": [{"name": BIN_VOLUME, "mountPath": INSTALL_DIR}],
-        "resources": {
-            "requests": {"cpu": "10m", "memory": "16Mi"},
-            "limits": {"memory": "16Mi"},
-        },
-        "securityContext": {
-            "allowPrivilegeEscalation": false,
-            "readOnlyRootFilesystem": true,
-            "runAsNonRoot": true,
-            "runAsUser": INSTALL_UID,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    })
 }
 
 #[cfg(test)]

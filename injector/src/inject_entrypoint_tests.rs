@@ -23,7 +23,11 @@ fn config(entrypoint: &[&str], cmd: &[&str]) -> ImageConfig {
 /// The plan for `pod` given `images`, and the Pod with its patch applied.
 fn applied(pod: &Value, images: &Images) -> (Plan, Value) {
     let request = review("uid-1", pod)["request"].clone();
-    let plan = plan_with(&request, pods::TANDEM_IMAGE, Scope::Label, images);
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: crate::install::Mode::EmptyDir,
+    };
+    let plan = plan_with(&request, &install, Scope::Label, images);
     let mut out = pod.clone();
     let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch.clone())).unwrap();
     json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {:#?}", plan.patch));

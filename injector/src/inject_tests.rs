@@ -16,11 +16,23 @@ fn request(pod: &Value) -> Value {
 
 /// The plan for `pod` through `/mutate`, and the Pod with its patch applied.
 fn injected(pod: &Value) -> (Plan, Value) {
-    let plan = plan(&request(pod), pods::TANDEM_IMAGE, Scope::Label);
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: crate::install::Mode::EmptyDir,
+    };
+    let plan = plan(&request(pod), &install, Scope::Label);
     let mut out = pod.clone();
     let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch.clone())).unwrap();
     json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {:#?}", plan.patch));
     (plan, out)
+}
+
+/// The emptyDir route with a placeholder image.
+fn img() -> Install {
+    Install {
+        image: "img".into(),
+        mode: crate::install::Mode::EmptyDir,
+    }
 }
 
 fn env(c: &Value) -> Vec<(String, String)> {
@@ -287,7 +299,7 @@ fn a_container_that_already_runs_tandem_is_left_as_is() {
 #[test]
 fn only_an_opted_in_pod_of_a_job_is_changed() {
     let base = job_pod("j", vec![job_container("job")], vec![]);
-    let through = |pod: &Value, scope| plan(&request(pod), "img", scope);
+    let through = |pod: &Value, scope| plan(&request(pod), &img(), scope);
 
     let mut unlabelled = base.clone();
     unlabelled["metadata"]["labels"]
@@ -331,13 +343,13 @@ fn only_a_pod_create_is_considered() {
     let pod = job_pod("j", vec![job_container("job")], vec![]);
     let mut update = request(&pod);
     update["operation"] = json!("UPDATE");
-    assert!(plan(&update, "img", Scope::Label).patch.is_empty());
+    assert!(plan(&update, &img(), Scope::Label).patch.is_empty());
     let mut status = request(&pod);
     status["subResource"] = json!("status");
-    assert!(plan(&status, "img", Scope::Label).patch.is_empty());
+    assert!(plan(&status, &img(), Scope::Label).patch.is_empty());
     let mut secret = request(&pod);
     secret["kind"]["kind"] = json!("Secret");
-    assert!(plan(&secret, "img", Scope::Label).patch.is_empty());
+    assert!(plan(&secret, &img(), Scope::Label).patch.is_empty());
 }
 
 #[test]
@@ -432,10 +444,83 @@ fn a_pod_shaped_wrongly_is_allowed_unchanged_with_a_warning_saying_what() {
             pod.pointer_mut(parent).unwrap()
         };
         parent[key] = value;
-        let p = plan(&request(&pod), "img", Scope::Label);
+        let p = plan(&request(&pod), &img(), Scope::Label);
         assert!(p.patch.is_empty(), "{path}");
         assert_eq!(p.warnings.len(), 1, "{path}");
         assert!(p.warnings[0].contains(expected), "{path}: {:?}", p.warnings);
         assert!(p.warnings[0].starts_with("tandem-injector: Pod not injected: "));
+    }
+}
+
+#[test]
+fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: crate::install::Mode::ImageVolume,
+    };
+    let pod = job_pod("j", vec![job_container("job"), istio_proxy(false)], vec![]);
+    let p = plan(&request(&pod), &install, Scope::Label);
+    let mut out = pod.clone();
+    let ops: json_patch::Patch = serde_json::from_value(Value::Array(p.patch.clone())).unwrap();
+    json_patch::patch(&mut out, &ops).unwrap();
+    let spec = &out["spec"];
+    assert!(
+        spec["initContainers"].is_null(),
+        "{:#?}",
+        spec["initContainers"]
+    );
+    assert_eq!(
+        spec["volumes"][1],
+        json!({"name": BIN_VOLUME, "image": {"reference": pods::TANDEM_IMAGE}})
+    );
+    let job = &spec["containers"][0];
+    assert_eq!(
+        job["command"],
+        json!(["/tandem/tandem", "--", "/app/myjob"])
+    );
+    assert_eq!(
+        job["volumeMounts"][1],
+        json!({"name": BIN_VOLUME, "mountPath": "/tandem", "readOnly": true})
+    );
+    assert_eq!(env(job), [var("TANDEM_MESH", "istio")]);
+    // The image volume marks the Pod changed: a second review adds nothing.
+    let again = plan(&request(&out), &install, Scope::Label);
+    assert!(again.patch.is_empty(), "{:#?}", again.patch);
+    assert_eq!(again.summary, "pod default/j-* (Job j): already injected");
+}
+
+/// Each shared case through the image-volume route, written to
+/// `target/tmp/injector/patched-image-volume/` for `make injector-manifests`,
+/// which validates them for Kubernetes 1.35 and 1.36.
+#[test]
+fn every_case_through_the_image_volume_route_has_the_volume_and_no_install_container() {
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: crate::install::Mode::ImageVolume,
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tmp/injector/patched-image-volume");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, pod) in pods::cases() {
+        let p = plan(&request(&pod), &install, Scope::Label);
+        let mut out = pod.clone();
+        let ops: json_patch::Patch = serde_json::from_value(Value::Array(p.patch)).unwrap();
+        json_patch::patch(&mut out, &ops).unwrap();
+        let init = out["spec"]["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            init.iter().all(|c| c["name"] != INSTALL_CONTAINER),
+            "{name}"
+        );
+        let volumes = out["spec"]["volumes"].as_array().unwrap();
+        assert!(
+            volumes.iter().any(crate::install::is_bin_image_volume),
+            "{name}"
+        );
+        let text = serde_json::to_string_pretty(&out).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
     }
 }

@@ -6,9 +6,10 @@
 //! | module | owns |
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
-//! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
 //! | `entrypoint` | a container without `command`: Kubernetes' command/args rule, the annotation |
 //! | `registry` | the image's configuration from its registry, cached |
+//! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
@@ -16,6 +17,8 @@
 //! | `tls` | the certificate files and their reload on change |
 //! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
 //! | `log` | stderr lines |
+//! | `policy` | the same change as admission policies (`policy`), and their CEL |
+//! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
 
@@ -25,8 +28,11 @@ pub mod deadline;
 pub mod entrypoint;
 pub mod http;
 pub mod inject;
+pub mod install;
 pub mod log;
+pub mod policy;
 pub mod registry;
 pub mod server;
 pub mod sidecars;
 pub mod tls;
+pub mod yaml;

@@ -1,5 +1,5 @@
 //! tandem-injector's story: read the command line, load the certificate, listen,
-//! arm SIGTERM, serve until it comes, exit 0 (SPEC §10).
+//! arm SIGTERM, serve until it comes, exit 0 (SPEC §10); or print the policies.
 
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tandem_injector::cli::{self, EX_USAGE, Task};
 use tandem_injector::registry::{self, Client, Registry};
-use tandem_injector::{say, server, tls};
+use tandem_injector::{policy, say, server, tls};
 
 /// sysexits' EX_OSERR: the port cannot be bound, the signal not armed.
 const EX_OSERR: u8 = 71;
@@ -16,6 +16,10 @@ const EX_OSERR: u8 = 71;
 fn main() -> ExitCode {
     let config = match cli::parse(std::env::args_os().skip(1), |name| std::env::var_os(name)) {
         Ok(Task::Run(config)) => config,
+        Ok(Task::Policy(install)) => {
+            print!("{}", policy::render(&install));
+            return ExitCode::SUCCESS;
+        }
         Ok(Task::Help) => {
             print!("{}", cli::help());
             return ExitCode::SUCCESS;
@@ -47,12 +51,16 @@ fn main() -> ExitCode {
         Err(e) => return fail(EX_OSERR, &format!("arming SIGTERM: {e}")),
     };
     match listener.local_addr() {
-        Ok(addr) => say!("listening on {addr}; init container image {}", config.image),
+        Ok(addr) => say!(
+            "listening on {addr}; tandem image {} ({})",
+            config.install.image,
+            config.install.mode.name()
+        ),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
     let client = Client::new(config.registry_auth, &config.registry_ca);
     let registry = Arc::new(Registry::new(client, registry::CAPACITY));
-    if let Err(e) = server::run(listener, tls, config.image, registry, stop) {
+    if let Err(e) = server::run(listener, tls, config.install, registry, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));
     }
     say!("stopped");

@@ -18,6 +18,7 @@ use crate::admission;
 use crate::deadline::Deadline;
 use crate::http::{self, Failure, Request, Status};
 use crate::inject::Scope;
+use crate::install::Install;
 use crate::registry::Registry;
 use crate::say;
 
@@ -33,7 +34,7 @@ const STACK_SIZE: usize = 512 * 1024;
 /// What every connection shares.
 struct Shared {
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     registry: Arc<Registry>,
     stop: UnixStream,
     open: Mutex<usize>,
@@ -50,19 +51,19 @@ impl Shared {
 }
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
-/// or the peer closed), then finishes what is in flight. `image` is the tandem
-/// image for the init container; `registry` reads the images of job
-/// containers without `command`.
+/// or the peer closed), then finishes what is in flight. `install` is the
+/// tandem image and its route into the Pods; `registry` reads the images of
+/// job containers without `command`.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
-    image: String,
+    install: Install,
     registry: Arc<Registry>,
     stop: UnixStream,
 ) -> io::Result<()> {
     let shared = Arc::new(Shared {
         tls,
-        image,
+        install,
         registry,
         stop,
         open: Mutex::new(0),
@@ -214,13 +215,14 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'sta
         return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
     let deadline = Instant::now() + shared.registry.deadline;
-    match admission::answer_looking(
+    let answer = admission::answer_looking(
         &request.body,
-        &shared.image,
+        &shared.install,
         scope,
         &shared.registry,
         deadline,
-    ) {
+    );
+    match answer {
         Ok(answer) => {
             let warnings: String = answer
                 .warnings

@@ -109,3 +109,22 @@ impl Registry {
         self.cache.len()
     }
 }
+
+/// The CA certificates (DER) of PEM file `path` (`--registry-ca`); `Err` names
+/// the file and what is wrong, for the option's error line.
+pub fn load_ca(path: &std::path::Path) -> Result<Vec<Vec<u8>>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bad = |why: String| format!("{}: {why}", path.display());
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(e.to_string()))?
+        .map(|c| c.map(|c| c.as_ref().to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad(
+            "expected PEM CA certificates (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(certs)
+}

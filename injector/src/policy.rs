@@ -1,0 +1,326 @@
+//! `tandem-injector policy` (SPEC §10): the webhook's change as admission
+//! policies the API server runs itself (Kubernetes 1.36+), printed as YAML: a
+//! `MutatingAdmissionPolicy` with a binding for each of the webhook's two
+//! routes (Pods labelled; namespaces labelled, Pods unlabelled), and a
+//! `ValidatingAdmissionPolicy` that warns on an opted-in Job or CronJob with a
+//! job container the policy cannot wrap (a policy cannot warn while mutating).
+
+pub mod cel;
+
+use crate::inject::{ENABLED, LABEL};
+use crate::install::Install;
+use crate::yaml::{self, Node, map, s, strs};
+
+/// The name of every object printed.
+pub const NAME: &str = "tandem-injector";
+const API: &str = "admissionregistration.k8s.io/v1";
+/// Namespaces never changed, as the webhook's configuration leaves them out.
+const SYSTEM_NAMESPACES: [&str; 2] = ["tandem-system", "kube-system"];
+
+/// The policies and their bindings for `install`, as YAML documents.
+pub fn render(install: &Install) -> String {
+    let mut out = format!(
+        "# tandem-injector policy --image {} --install {}\n\
+         # Kubernetes 1.36+ (admissionregistration.k8s.io/v1); docs/injector.md.\n",
+        install.image,
+        install.mode.name()
+    );
+    out.push_str(&yaml::documents(&documents(install)));
+    out
+}
+
+/// The four objects: the mutating policy, its two bindings, the warning policy
+/// and its binding.
+pub fn documents(install: &Install) -> Vec<Node> {
+    let labelled = map([(
+        "matchLabels",
+        Node::Map(vec![(LABEL.to_string(), s(ENABLED))]),
+    )]);
+    let unlabelled = expressions(&[(LABEL, "DoesNotExist", &[])]);
+    let namespace_on = expressions(&[
+        (LABEL, "In", &[ENABLED]),
+        ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
+    ]);
+    let not_system = expressions(&[("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES)]);
+    vec![
+        mutating(install),
+        binding(
+            "MutatingAdmissionPolicyBinding",
+            &format!("{NAME}-pods"),
+            None,
+            labelled,
+            not_system.clone(),
+        ),
+        binding(
+            "MutatingAdmissionPolicyBinding",
+            &format!("{NAME}-namespaces"),
+            None,
+            unlabelled,
+            namespace_on,
+        ),
+        validating(),
+        binding(
+            "ValidatingAdmissionPolicyBinding",
+            &format!("{NAME}-warn"),
+            Some(strs(&["Warn"])),
+            map([]),
+            not_system,
+        ),
+    ]
+}
+
+fn mutating(install: &Install) -> Node {
+    let owned = "has(object.metadata.ownerReferences) &&\n  object.metadata.ownerReferences.exists(o,\n    \
+                 o.kind == 'Job' && o.apiVersion.startsWith('batch/'))";
+    let containers = format!("size(object.spec.containers) <= {}", cel::MAX_CONTAINERS);
+    let variables = [
+        ("sidecars", cel::sidecar_names()),
+        (
+            "inits",
+            "has(object.spec.initContainers) ? object.spec.initContainers : []".to_string(),
+        ),
+        ("injected", cel::injected()),
+        ("cmds", cel::commands()),
+        ("jobs", cel::jobs()),
+        ("wrap", cel::wrap()),
+        ("several", "size(variables.wrap) > 1".to_string()),
+        (
+            "names",
+            "variables.wrap.map(i, object.spec.containers[i].name)".to_string(),
+        ),
+        // Every job container wrapped: only then does a tandem quit the sidecars.
+        (
+            "quit",
+            "!variables.jobs.exists(i, size(variables.cmds[i]) == 0)".to_string(),
+        ),
+        ("mains", "object.spec.containers.map(c, c.name)".to_string()),
+        (
+            "natives",
+            "variables.inits.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')\n  \
+             .map(c, c.name)"
+                .to_string(),
+        ),
+        ("envs", cel::ENV_NAMES.to_string()),
+        (
+            "meshFree",
+            cel::sets_none(&["TANDEM_MESH", "TANDEM_READY_URLS"]),
+        ),
+        ("severalFree", cel::sets_none(&cel::SEVERAL)),
+        ("mesh", cel::mesh()),
+        ("ready", cel::ready()),
+    ];
+    let variables = variables
+        .into_iter()
+        .map(|(name, expression)| map([("name", s(name)), ("expression", s(expression))]))
+        .collect();
+    map([
+        ("apiVersion", s(API)),
+        ("kind", s("MutatingAdmissionPolicy")),
+        ("metadata", map([("name", s(NAME))])),
+        (
+            "spec",
+            map([
+                ("failurePolicy", s("Ignore")),
+                ("reinvocationPolicy", s("IfNeeded")),
+                ("matchConstraints", rules(&[""], &["CREATE"], &["pods"])),
+                (
+                    "matchConditions",
+                    Node::List(vec![
+                        map([("name", s("owned-by-a-job")), ("expression", s(owned))]),
+                        map([("name", s("few-containers")), ("expression", s(containers))]),
+                    ]),
+                ),
+                ("variables", Node::List(variables)),
+                (
+                    "mutations",
+                    Node::List(vec![map([
+                        ("patchType", s("JSONPatch")),
+                        ("jsonPatch", map([("expression", s(cel::patch(install)))])),
+                    ])]),
+                ),
+            ]),
+        ),
+    ])
+}
+
+fn validating() -> Node {
+    let template = "object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template :\n  \
+                    object.spec.template";
+    let opted_in = format!(
+        "has(variables.template.metadata) && has(variables.template.metadata.labels) &&\n  \
+         '{LABEL}' in variables.template.metadata.labels ?\n  \
+         variables.template.metadata.labels['{LABEL}'] == '{ENABLED}' :\n  \
+         namespaceObject != null && has(namespaceObject.metadata.labels) &&\n  \
+         '{LABEL}' in namespaceObject.metadata.labels &&\n  \
+         namespaceObject.metadata.labels['{LABEL}'] == '{ENABLED}'"
+    );
+    let missing = format!(
+        "variables.template.spec.containers.filter(c,\n  !(c.name in variables.sidecars) &&\n  \
+         !(has(c.command) && size(c.command) > 0) &&\n  \
+         !(has(variables.template.metadata) &&\n  {}))\n  .map(c, c.name)",
+        cel::has_entrypoint("variables.template.metadata", "c.name"),
+    );
+    let message = format!(
+        "'tandem: ' + variables.missing.join(', ') + ' has no command and no ' +\n  \
+         '{}NAME annotation (a JSON list of strings without ' +\n  \
+         'escapes), so the ' +\n  \
+         'admission policy cannot wrap it, and no tandem of this Pod will stop the ' +\n  \
+         'sidecars: set command to the image entrypoint, or the annotation'",
+        cel::ENTRYPOINT_ANNOTATION
+    );
+    let variables = [
+        ("sidecars", cel::sidecar_names()),
+        ("template", template.to_string()),
+        ("optedIn", opted_in),
+        ("missing", missing),
+    ]
+    .into_iter()
+    .map(|(name, expression)| map([("name", s(name)), ("expression", s(expression))]))
+    .collect();
+    map([
+        ("apiVersion", s(API)),
+        ("kind", s("ValidatingAdmissionPolicy")),
+        ("metadata", map([("name", s(format!("{NAME}-warn")))])),
+        (
+            "spec",
+            map([
+                ("failurePolicy", s("Ignore")),
+                (
+                    "matchConstraints",
+                    rules(&["batch"], &["CREATE", "UPDATE"], &["jobs", "cronjobs"]),
+                ),
+                ("variables", Node::List(variables)),
+                (
+                    "validations",
+                    Node::List(vec![map([
+                        (
+                            "expression",
+                            s("!variables.optedIn || size(variables.missing) == 0"),
+                        ),
+                        ("messageExpression", s(message)),
+                    ])]),
+                ),
+            ]),
+        ),
+    ])
+}
+
+fn rules(groups: &[&str], operations: &[&str], resources: &[&str]) -> Node {
+    map([(
+        "resourceRules",
+        Node::List(vec![map([
+            ("apiGroups", strs(groups)),
+            ("apiVersions", strs(&["v1"])),
+            ("operations", strs(operations)),
+            ("resources", strs(resources)),
+        ])]),
+    )])
+}
+
+fn binding(kind: &str, name: &str, actions: Option<Node>, objects: Node, namespaces: Node) -> Node {
+    let policy = if kind.starts_with("Validating") {
+        format!("{NAME}-warn")
+    } else {
+        NAME.to_string()
+    };
+    let mut resources = vec![("namespaceSelector".to_string(), namespaces)];
+    if objects != map([]) {
+        resources.push(("objectSelector".to_string(), objects));
+    }
+    let mut spec = vec![
+        ("policyName".to_string(), s(policy)),
+        ("matchResources".to_string(), Node::Map(resources)),
+    ];
+    if let Some(actions) = actions {
+        spec.push(("validationActions".to_string(), actions));
+    }
+    map([
+        ("apiVersion", s(API)),
+        ("kind", s(kind)),
+        ("metadata", map([("name", s(name))])),
+        ("spec", Node::Map(spec)),
+    ])
+}
+
+fn expressions(each: &[(&str, &str, &[&str])]) -> Node {
+    let list = each
+        .iter()
+        .map(|(key, operator, values)| {
+            let mut e = vec![
+                ("key".to_string(), s(*key)),
+                ("operator".to_string(), s(*operator)),
+            ];
+            if !values.is_empty() {
+                e.push(("values".to_string(), strs(values)));
+            }
+            Node::Map(e)
+        })
+        .collect();
+    map([("matchExpressions", Node::List(list))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::Mode;
+
+    fn install(mode: Mode) -> Install {
+        Install {
+            image: "ghcr.io/tandem-sidecar/tandem:0.1.0".into(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn the_checked_in_policy_is_what_the_command_prints_for_the_published_image() {
+        let checked_in = include_str!("../deploy/policy/tandem-injector.yaml");
+        assert!(
+            checked_in == render(&install(Mode::EmptyDir)),
+            "deploy/policy/tandem-injector.yaml is stale: run \
+             tandem-injector policy --image ghcr.io/tandem-sidecar/tandem:0.1.0 > it"
+        );
+        let kustomization = include_str!("../deploy/policy/kustomization.yaml");
+        assert!(kustomization.contains("\n  - tandem-injector.yaml\n"));
+    }
+
+    #[test]
+    fn the_patch_avoids_what_1_36_cannot_take() {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            let patch = cel::patch(&install(mode));
+            // A list `value` is only ever empty or of strings: objects go one by one to `/-`.
+            assert!(!patch.contains("value: [Object"), "{patch}");
+            assert!(!patch.contains("ApplyConfiguration"));
+            let each_object = patch.matches("value: Object.").count();
+            let at_end = patch.matches("/-',\n      value: Object.").count()
+                + patch.matches("/-',\n    value: Object.").count();
+            assert_eq!(each_object, at_end, "every object is added at /-: {patch}");
+            let installs = patch.contains("tandem-install");
+            assert_eq!(installs, mode == Mode::EmptyDir, "{patch}");
+        }
+        let volume = cel::patch(&install(Mode::ImageVolume));
+        assert!(
+            volume.contains("reference: 'ghcr.io/tandem-sidecar/tandem:0.1.0'"),
+            "{volume}"
+        );
+    }
+
+    #[test]
+    fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
+        let text = render(&install(Mode::EmptyDir));
+        for s in crate::sidecars::SIDECARS {
+            assert!(
+                text.contains(&format!("'{}'", s.container)),
+                "{}",
+                s.container
+            );
+            assert!(text.contains(&format!("['{}']", s.preset)), "{}", s.preset);
+        }
+        assert!(text.contains("'http://127.0.0.1:' + ((has(c.env)"));
+        assert!(text.contains("'DAPR_HTTP_PORT'"));
+    }
+
+    #[test]
+    fn cel_strings_escape_quotes_and_backslashes() {
+        assert_eq!(cel::quote(r"a'b\c"), r"'a\'b\\c'");
+    }
+}

@@ -1,0 +1,363 @@
+//! The CEL expressions of the mutating policy: the webhook's rules of SPEC §10
+//! (`inject.rs`) restated for the API server, from the same sidecar table and
+//! the same install parts. Each function returns one expression's text.
+//!
+//! Shapes chosen for Kubernetes 1.36: the patch is a JSONPatch (an
+//! ApplyConfiguration cannot change the atomic `command`); a missing list is
+//! created as `[]` and every object is added alone at `/-` (a `value` that is
+//! a list of typed objects makes 1.36.2's API server panic); container
+//! indices come from a literal list, not from an extension function.
+
+use serde_json::{Value, json};
+
+use crate::inject::{BIN_DIR, BIN_VOLUME, INSTALL_CONTAINER, SHARED_DIR, SHARED_VOLUME, TANDEM};
+use crate::install::Install;
+use crate::sidecars::{SIDECARS, Sidecar};
+
+/// The most job containers the policy looks at: container indices are a literal list.
+pub const MAX_CONTAINERS: usize = 64;
+/// The annotation that gives a container's entrypoint (`PREFIX` + its name).
+pub const ENTRYPOINT_ANNOTATION: &str = "tandem.dev/entrypoint.";
+/// The annotation values the policy can read without a JSON parser: a JSON list
+/// of strings without escapes.
+pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;
+
+const C: &str = "object.spec.containers";
+
+/// A CEL string literal.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The known sidecars' container names, as a CEL list.
+pub fn sidecar_names() -> String {
+    let names: Vec<String> = SIDECARS.iter().map(|s| quote(s.container)).collect();
+    format!("[{}]", names.join(", "))
+}
+
+/// Whether the annotations of `meta` give container `name` an entrypoint the
+/// policy can read.
+pub fn has_entrypoint(meta: &str, name: &str) -> String {
+    let key = format!("{} + {name}", quote(ENTRYPOINT_ANNOTATION));
+    format!(
+        "has({meta}.annotations) &&\n    ({key}) in {meta}.annotations &&\n    \
+         {meta}.annotations[{key}]\n      .matches(r'{ENTRYPOINT_SHAPE}')"
+    )
+}
+
+/// `variables.cmds`: for each container, the command tandem wraps: its own,
+/// else the entrypoint annotation's list, else `[]`.
+pub fn commands() -> String {
+    let key = format!("{} + c.name", quote(ENTRYPOINT_ANNOTATION));
+    format!(
+        "{C}.map(c,\n  has(c.command) && size(c.command) > 0 ? c.command :\n  {} ?\n  \
+         object.metadata.annotations[{key}]\n    .findAll('\"[^\"]*\"').map(w, w.substring(1, size(w) - 1)) :\n  [])",
+        has_entrypoint("object.metadata", "c.name")
+    )
+}
+
+/// `variables.jobs`: the indices of the containers that are not known sidecars.
+pub fn jobs() -> String {
+    let indices: Vec<String> = (0..MAX_CONTAINERS).map(|i| i.to_string()).collect();
+    let mut lines = Vec::new();
+    for chunk in indices.chunks(16) {
+        lines.push(chunk.join(", "));
+    }
+    format!(
+        "[{}]\n  .filter(i, i < size({C}) &&\n    !({C}[i].name in variables.sidecars))",
+        lines.join(",\n  ")
+    )
+}
+
+/// `variables.injected`: the Pod carries the install container or the image volume.
+pub fn injected() -> String {
+    format!(
+        "variables.inits.exists(c, c.name == {}) ||\n  (has(object.spec.volumes) &&\n  \
+         object.spec.volumes.exists(v, v.name == {} && has(v.image)))",
+        quote(INSTALL_CONTAINER),
+        quote(BIN_VOLUME)
+    )
+}
+
+/// `variables.wrap`: the indices of the job containers that run tandem: those
+/// that do already on a changed Pod, else those with a command to wrap that
+/// is not tandem (none when the Pod's volumes would clash with ours).
+pub fn wrap() -> String {
+    let tandem = quote(TANDEM);
+    format!(
+        "variables.injected ?\n  variables.jobs.filter(i, has({C}[i].command) &&\n    \
+         size({C}[i].command) > 0 &&\n    {C}[i].command[0] == {tandem}) :\n  \
+         has(object.spec.volumes) &&\n    \
+         object.spec.volumes.exists(v,\n      v.name == {} || v.name == {}) ? [] :\n  \
+         variables.jobs.filter(i, size(variables.cmds[i]) > 0 &&\n    \
+         variables.cmds[i][0] != 'tandem' && !variables.cmds[i][0].endsWith('/tandem'))",
+        quote(BIN_VOLUME),
+        quote(SHARED_VOLUME)
+    )
+}
+
+/// `variables.mesh`: the presets of the classic sidecars present, in table
+/// order; none when some job container is left unwrapped (then no tandem quits).
+pub fn mesh() -> String {
+    let each: Vec<String> = SIDECARS
+        .iter()
+        .map(|s| {
+            format!(
+                "({} in variables.mains ? [{}] : [])",
+                quote(s.container),
+                quote(s.preset)
+            )
+        })
+        .collect();
+    format!("!variables.quit ? [] :\n  {}", each.join(" +\n  "))
+}
+
+/// `variables.ready`: for each container, the readiness URLs it waits on,
+/// comma-joined: the native sidecars', and the classic ones' too when no tandem
+/// quits (SPEC §10's mixed case).
+pub fn ready() -> String {
+    let each: Vec<String> = SIDECARS
+        .iter()
+        .filter_map(|s| {
+            let url = ready_url(s)?;
+            let name = quote(s.container);
+            Some(format!(
+                "({name} in variables.natives ||\n      \
+                 (!variables.quit && {name} in variables.mains) ?\n    [{url}] : [])"
+            ))
+        })
+        .collect();
+    format!(
+        "{C}.map(c, (\n    {}\n  ).join(','))",
+        each.join(" +\n    ")
+    )
+}
+
+/// Sidecar `s`'s readiness URL for job container `c`, with the port its
+/// `port_var` gives when that is a literal port number.
+fn ready_url(s: &Sidecar) -> Option<String> {
+    let url = s.ready?;
+    let Some(var) = s.port_var else {
+        return Some(quote(url));
+    };
+    let host_end = "http://127.0.0.1:".len();
+    let port_end = url[host_end..]
+        .find('/')
+        .map_or(url.len(), |i| host_end + i);
+    // The first entry of that name, as the webhook reads it; a value that is
+    // not a port number (or none) keeps the default port.
+    Some(format!(
+        "{} + ((has(c.env) ? c.env.filter(e, e.name == {}) : [])\n      \
+         .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n        \
+         int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n      \
+         + [{default}])[0] + {}",
+        quote(&url[..host_end]),
+        quote(var),
+        quote(&url[port_end..]),
+        default = quote(&url[host_end..port_end]),
+    ))
+}
+
+/// `variables.envs`: for each container, the names of the variables it sets.
+pub const ENV_NAMES: &str = "object.spec.containers.map(c, has(c.env) ? c.env.map(e, e.name) : [])";
+
+/// A per-container variable: none of `names` is set by the container.
+pub fn sets_none(names: &[&str]) -> String {
+    let each: Vec<String> = names.iter().map(|n| format!("{} in n", quote(n))).collect();
+    format!("variables.envs.map(n, !(\n  {}))", each.join(" ||\n  "))
+}
+
+/// §9's variables, set together or not at all.
+pub const SEVERAL: [&str; 3] = [
+    "TANDEM_JOB_CONTAINERS",
+    "TANDEM_CONTAINER_NAME",
+    "TANDEM_SHARED_DIR",
+];
+
+/// The JSONPatch that changes the Pod, for `install`'s route.
+pub fn patch(install: &Install) -> String {
+    let at = "'/spec/containers/' + string(i) + '/";
+    let op = |path: &str, value: &str| {
+        format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
+    };
+    let mount = |name: &str, dir: &str, read_only: bool| {
+        let mut m = json!({"name": name, "mountPath": dir});
+        if read_only {
+            m["readOnly"] = json!(true);
+        }
+        object_at("Object.spec.containers.volumeMounts", &m, 3)
+    };
+    let shared_volume = object_at(
+        "Object.spec.volumes",
+        &json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}),
+        3,
+    );
+    let mut first = vec![
+        format!(
+            "(has(object.spec.volumes) ? [] : [{}])",
+            op("'/spec/volumes'", "[]")
+        ),
+        format!(
+            "[{}]",
+            op(
+                "'/spec/volumes/-'",
+                &object("Object.spec.volumes", &install.volume())
+            )
+        ),
+        format!(
+            "(variables.several ? [{}] : [])",
+            op("'/spec/volumes/-'", &shared_volume)
+        ),
+    ];
+    if let Some(init) = install.init_container() {
+        first.push(init_ops(&init));
+    }
+    first.extend([
+        format!(
+            "variables.wrap.map(i, {})",
+            op(
+                &format!("{at}command'"),
+                &format!("[{}, '--'] + variables.cmds[i]", quote(TANDEM))
+            )
+        ),
+        format!(
+            "variables.wrap.filter(i, !has({C}[i].volumeMounts))\n    .map(i, {})",
+            op(&format!("{at}volumeMounts'"), "[]")
+        ),
+        format!(
+            "variables.wrap.map(i, {})",
+            op(
+                &format!("{at}volumeMounts/-'"),
+                &mount(BIN_VOLUME, BIN_DIR, true)
+            )
+        ),
+        format!(
+            "(variables.several ? variables.wrap.map(i,\n    {}) : [])",
+            op(
+                &format!("{at}volumeMounts/-'"),
+                &mount(SHARED_VOLUME, SHARED_DIR, false)
+            )
+        ),
+    ]);
+    let several = SEVERAL;
+    let conds = [
+        "variables.meshFree[i] && size(variables.mesh) > 0".to_string(),
+        "variables.meshFree[i] && variables.ready[i] != ''".to_string(),
+        "variables.several && variables.severalFree[i]".to_string(),
+    ];
+    let var = |name: &str, value: &str| {
+        op(
+            &format!("{at}env/-'"),
+            &format!(
+                "Object.spec.containers.env{{name: {},\n        value: {value}}}",
+                quote(name)
+            ),
+        )
+    };
+    let values = [
+        ("TANDEM_MESH", "variables.mesh.join(',')".to_string()),
+        ("TANDEM_READY_URLS", "variables.ready[i]".to_string()),
+        (several[0], "variables.names.join(',')".into()),
+        (several[1], format!("{C}[i].name")),
+        (several[2], quote(SHARED_DIR)),
+    ];
+    let cond_of = |name: &str| match name {
+        "TANDEM_MESH" => &conds[0],
+        "TANDEM_READY_URLS" => &conds[1],
+        _ => &conds[2],
+    };
+    let mut env = vec![format!(
+        "variables.wrap.filter(i, !has({C}[i].env) && (\n    ({}) ||\n    ({}) ||\n    ({})))\n    .map(i, {})",
+        conds[0],
+        conds[1],
+        conds[2],
+        op(&format!("{at}env'"), "[]")
+    )];
+    for (name, value) in &values {
+        env.push(format!(
+            "variables.wrap.filter(i, {})\n    .map(i, {})",
+            cond_of(name),
+            var(name, value)
+        ));
+    }
+    format!(
+        "size(variables.wrap) == 0 ? [] :\n(variables.injected ? [] :\n  {}\n) +\n{}",
+        first.join(" +\n  "),
+        env.join(" +\n")
+    )
+}
+
+/// The install container's operations: the container alone at `/-`, then its
+/// mounts list created and filled one by one (no list of typed objects as a value).
+fn init_ops(init: &Value) -> String {
+    let mut bare = init.clone();
+    let mounts = bare
+        .as_object_mut()
+        .and_then(|o| o.remove("volumeMounts"))
+        .unwrap_or_default();
+    let at = "'/spec/initContainers/' + string(size(variables.inits)) +\n      '/volumeMounts";
+    let mut ops = vec![format!(
+        "JSONPatch{{op: 'add', path: '/spec/initContainers/-',\n    value: {}}}",
+        object("Object.spec.initContainers", &bare)
+    )];
+    ops.push(format!(
+        "JSONPatch{{op: 'add',\n    path: {at}',\n    value: []}}"
+    ));
+    for m in mounts.as_array().into_iter().flatten() {
+        ops.push(format!(
+            "JSONPatch{{op: 'add',\n    path: {at}/-',\n    value: {}}}",
+            object("Object.spec.initContainers.volumeMounts", m)
+        ));
+    }
+    format!(
+        "(has(object.spec.initContainers) ? [] :\n    [JSONPatch{{op: 'add', path: '/spec/initContainers', value: []}}]) +\n  [{}]",
+        ops.join(",\n  ")
+    )
+}
+
+/// `value` as a CEL typed object of type `ty` (field path names, as the API
+/// server declares them); `requests` and `limits` are maps, not objects.
+pub fn object(ty: &str, value: &Value) -> String {
+    object_at(ty, value, 2)
+}
+
+/// `object` with its fields one a line, indented by `depth`, when it is long.
+fn object_at(ty: &str, value: &Value, depth: usize) -> String {
+    match value {
+        Value::Object(fields) => {
+            let each: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| {
+                    let inner = if matches!(k.as_str(), "requests" | "limits") {
+                        map_literal(v)
+                    } else {
+                        object_at(&format!("{ty}.{k}"), v, depth + 1)
+                    };
+                    format!("{k}: {inner}")
+                })
+                .collect();
+            let line = format!("{ty}{{{}}}", each.join(", "));
+            if line.len() <= 60 {
+                return line;
+            }
+            let pad = "  ".repeat(depth + 1);
+            format!("{ty}{{\n{pad}{}}}", each.join(&format!(",\n{pad}")))
+        }
+        Value::Array(items) => {
+            let each: Vec<String> = items.iter().map(|v| object_at(ty, v, depth)).collect();
+            format!("[{}]", each.join(", "))
+        }
+        Value::String(text) => quote(text),
+        other => other.to_string(),
+    }
+}
+
+fn map_literal(value: &Value) -> String {
+    let each: Vec<String> = value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{}: {}", quote(k), object_at("", v, 0)))
+        .collect();
+    format!("{{{}}}", each.join(", "))
+}
