@@ -88,7 +88,7 @@ impl Credentials {
     pub fn for_host(&self, host: &str) -> Option<&Login> {
         self.by_host
             .iter()
-            .find(|(h, _)| h == host)
+            .find(|(h, _)| h.eq_ignore_ascii_case(host))
             .map(|(_, login)| login)
     }
 

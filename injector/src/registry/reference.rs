@@ -13,7 +13,7 @@ pub const DOCKER_HUB_API: &str = "registry-1.docker.io";
 /// A parsed image reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
-    /// The registry as named (`docker.io` for Docker Hub), lowercase, port kept.
+    /// The registry as named (`docker.io` for Docker Hub), port kept.
     pub host: String,
     /// The repository inside it (`library/busybox`).
     pub repository: String,
@@ -60,12 +60,12 @@ impl Reference {
                     || first == "localhost"
                     || first != first.to_lowercase() =>
             {
-                (first.to_lowercase(), path)
+                (first.to_string(), path)
             }
             _ => (DOCKER_HUB.to_string(), name),
         };
-        let host = match host.as_str() {
-            "index.docker.io" | DOCKER_HUB_API => DOCKER_HUB.to_string(),
+        let host = match host.to_ascii_lowercase().as_str() {
+            DOCKER_HUB | "index.docker.io" | DOCKER_HUB_API => DOCKER_HUB.to_string(),
             _ => host,
         };
         if host.is_empty()
