@@ -9,16 +9,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use ureq::Agent;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
 use super::auth::Credentials;
-use super::challenge;
 use super::failure::Failure;
 use super::manifest::{self, Document, ImageConfig};
 use super::reference::Reference;
+use super::token;
 
 /// A manifest or index is read up to this size (the distribution registry's own limit).
 pub const MAX_MANIFEST: u64 = 4 << 20;
@@ -192,7 +190,15 @@ impl Session<'_> {
                 401 if hops == 0 && !challenged => {
                     challenged = true;
                     let header = header("www-authenticate").unwrap_or_default();
-                    self.authorization = Some(self.authorize(&header)?);
+                    let login = self.client.credentials.for_host(&self.reference.host);
+                    let authorization = token::authorize(
+                        &self.client.agent,
+                        login,
+                        self.reference,
+                        &header,
+                        self.deadline,
+                    )?;
+                    self.authorization = Some(authorization);
                 }
                 401 | 403 => {
                     let why = match (
@@ -218,89 +224,6 @@ impl Session<'_> {
                 }
                 _ => return Err(Failure::Malformed(format!("HTTP {status} for {url}"))),
             }
-        }
-    }
-
-    /// The `Authorization` value that answers the challenge in `header`.
-    fn authorize(&self, header: &str) -> Result<String, Failure> {
-        let challenges = challenge::parse(header).map_err(Failure::Malformed)?;
-        let login = self.client.credentials.for_host(&self.reference.host);
-        let basic = login.map(|l| {
-            format!(
-                "Basic {}",
-                STANDARD.encode(format!("{}:{}", l.username, l.password))
-            )
-        });
-        if let Some(bearer) = challenges.iter().find(|c| c.scheme == "bearer") {
-            return self.token(bearer, basic.as_deref());
-        }
-        if challenges.iter().any(|c| c.scheme == "basic") {
-            return basic.ok_or_else(|| {
-                Failure::Denied(format!(
-                    "the registry asks for a login and --registry-auth has none for {}",
-                    self.reference.host
-                ))
-            });
-        }
-        Err(Failure::Denied(format!(
-            "the registry asks for {header:?}, which the injector does not speak"
-        )))
-    }
-
-    /// A bearer token from the challenge's realm, asked for pull access to the
-    /// repository, with the basic login when there is one (else anonymous).
-    fn token(&self, bearer: &challenge::Challenge, basic: Option<&str>) -> Result<String, Failure> {
-        let realm = bearer
-            .param("realm")
-            .ok_or_else(|| Failure::Malformed("the bearer challenge has no realm".into()))?;
-        if !realm.starts_with("https://") {
-            return Err(Failure::Malformed(format!(
-                "the token realm {realm:?} is not HTTPS"
-            )));
-        }
-        let scope = format!("repository:{}:pull", self.reference.repository);
-        let mut query = vec![("scope", scope.as_str())];
-        if let Some(service) = bearer.param("service") {
-            query.push(("service", service));
-        }
-        let remaining = self.deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(Failure::Timeout);
-        }
-        let mut request = self
-            .client
-            .agent
-            .get(realm)
-            .config()
-            .timeout_global(Some(remaining))
-            .build()
-            .query_pairs(query);
-        if let Some(basic) = basic {
-            request = request.header("Authorization", basic);
-        }
-        let mut response = request.call().map_err(|e| failure(realm, e))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            return Err(Failure::Denied(format!(
-                "the token endpoint {realm} answered HTTP {status}"
-            )));
-        }
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_TOKEN)
-            .read_to_vec()
-            .map_err(|e| failure(realm, e))?;
-        let json: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-            Failure::Malformed(format!("the token endpoint's answer is not JSON: {e}"))
-        })?;
-        match json["token"].as_str().or(json["access_token"].as_str()) {
-            Some(token) if !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic()) => {
-                Ok(format!("Bearer {token}"))
-            }
-            _ => Err(Failure::Malformed(
-                "the token endpoint's answer has no token".into(),
-            )),
         }
     }
 }
@@ -332,7 +255,7 @@ fn verify(digest: &str, body: &[u8]) -> Result<(), Failure> {
 }
 
 /// The failure for a transport error on `url`.
-fn failure(url: &str, error: ureq::Error) -> Failure {
+pub(super) fn failure(url: &str, error: ureq::Error) -> Failure {
     match error {
         ureq::Error::Timeout(_) => Failure::Timeout,
         ureq::Error::Io(e)

@@ -8,6 +8,7 @@
 //! | `reference` | an image reference as the runtime reads it |
 //! | `client` | one lookup: manifest, index, configuration blob, authentication |
 //! | `challenge` | the `WWW-Authenticate` header |
+//! | `token` | a 401 answered: basic login or bearer token |
 //! | `manifest` | manifests, indexes, configurations read |
 //! | `auth` | credentials from a Docker `config.json` |
 //! | `cache` | bounded, timed, shared lookups |
@@ -20,6 +21,7 @@ pub mod client;
 pub mod failure;
 pub mod manifest;
 pub mod reference;
+pub mod token;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
