@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::inject::{self, Images, Plan, Scope};
 use crate::install::Install;
 use crate::registry::Registry;
+use crate::report::Report;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -21,11 +22,15 @@ pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub struct Answer {
     /// The `AdmissionReview` response, as JSON.
     pub body: Vec<u8>,
-    /// What happened, for the log.
+    /// What happened, for the log (a dry run says so first).
     pub summary: String,
-    /// The admission warnings it carries, for the log too: for a Job's Pods
-    /// the API server hands them to the Job controller, which only logs them.
+    /// The admission warnings it carries: for a Job's Pods the API server hands
+    /// them to the Job controller, which discards them.
     pub warnings: Vec<String>,
+    /// Whether it carries a patch.
+    pub changed: bool,
+    /// What it did to a Job's Pod, for the metrics.
+    pub report: Option<Report>,
 }
 
 /// Answers the review in `body` (SPEC §10); `install` is the tandem image and
@@ -81,9 +86,16 @@ fn answer_with(
         patch,
         warnings,
         summary,
+        report,
     } = inject::plan_with(request, install, scope, &look(request));
+    let summary = if request["dryRun"] == true {
+        format!("dry run: {summary}")
+    } else {
+        summary
+    };
+    let changed = !patch.is_empty();
     let mut response = json!({"uid": uid, "allowed": true});
-    if !patch.is_empty() {
+    if changed {
         let ops = Value::Array(patch).to_string();
         response["patchType"] = json!("JSONPatch");
         response["patch"] = json!(STANDARD.encode(ops));
@@ -96,6 +108,8 @@ fn answer_with(
         body: out.to_string().into_bytes(),
         summary,
         warnings,
+        changed,
+        report,
     })
 }
 

@@ -1,15 +1,18 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins), and the
-//! `policy` command with `--image` and `--install` alone, validated before
-//! anything is opened; a bad or missing value is one line naming the option or
-//! variable, the value and what is expected (exit 64, as the wrapper).
+//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins),
+//! and the `policy` command with `--image` and `--install` alone, validated
+//! before anything is opened; a bad or missing value is one line naming the
+//! option or variable, the value and what is expected (exit 64, as the wrapper).
+//! Two variables left out of `--help` shorten the connection limits for tests.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use crate::duration;
 use crate::install::{Install, Mode};
 use crate::registry::{self, Credentials};
+use crate::server::Limits;
 use crate::tls::Files;
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -26,6 +29,8 @@ pub struct Config {
     pub files: Files,
     /// The tandem image and its route into the Pods.
     pub install: Install,
+    /// The connections' time limits and the drain on SIGTERM.
+    pub limits: Limits,
     /// Registry logins (`--registry-auth`); none by default.
     pub registry_auth: Credentials,
     /// Extra CA certificates (DER) for registries (`--registry-ca`).
@@ -83,6 +88,12 @@ const INSTALL: Opt = Opt {
     value: "MODE",
     help: "emptydir (an init container copies tandem; default) or image-volume (1.35+)",
 };
+const DRAIN: Opt = Opt {
+    flag: "--drain",
+    var: "TANDEM_INJECTOR_DRAIN",
+    value: "DUR",
+    help: "on SIGTERM, keep answering reviews this long, /healthz 503 (default 10s)",
+};
 const REGISTRY_AUTH: Opt = Opt {
     flag: "--registry-auth",
     var: "TANDEM_INJECTOR_REGISTRY_AUTH",
@@ -95,17 +106,23 @@ const REGISTRY_CA: Opt = Opt {
     value: "PEM",
     help: "extra CA certificates for those registries",
 };
-const OPTIONS: [&Opt; 7] = [
+const OPTIONS: [&Opt; 8] = [
     &LISTEN,
     &CERT,
     &KEY,
     &IMAGE,
     &INSTALL,
+    &DRAIN,
     &REGISTRY_AUTH,
     &REGISTRY_CA,
 ];
 /// The options of `policy`, at their places in `OPTIONS`.
 const POLICY_OPTIONS: [usize; 2] = [3, 4];
+
+/// Hidden: how long a kept-alive connection may idle (default 120s), for tests.
+pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
+/// Hidden: a request's time limit from its first byte (default 10s), for tests.
+pub const REQUEST_VAR: &str = "TANDEM_INJECTOR_REQUEST_TIMEOUT";
 
 /// The `--help` text.
 pub fn help() -> String {
@@ -113,7 +130,8 @@ pub fn help() -> String {
         "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
-         \x20      [--install emptydir|image-volume] [--registry-auth FILE] [--registry-ca PEM]\n\
+         \x20      [--install emptydir|image-volume] [--drain DUR]\n\
+         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\
          \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
@@ -124,8 +142,9 @@ pub fn help() -> String {
     text.push_str(
         "  --help, --version\n\n\
          Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
-         labelled) and GET /healthz. SIGTERM: stop accepting, answer what is in\n\
-         flight, exit 0. `policy` prints, as YAML, the admission policies that make\n\
+         labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,\n\
+         reviews are answered for --drain, then it stops accepting, answers what is\n\
+         in flight and exits 0. `policy` prints, as YAML, the admission policies that make\n\
          the same change with no server (Kubernetes 1.36+). Bad usage exits 64.\n",
     );
     text
@@ -191,10 +210,29 @@ pub fn parse(
         None => Mode::default(),
     };
     let install = Install { image, mode };
-    let registry_auth = next();
-    let registry_ca = next();
     if policy {
         return Ok(Task::Policy(install));
+    }
+    let mut limits = Limits::default();
+    if let Some((from, v)) = next() {
+        limits.drain = parse_duration(&from, &v, false)?;
+    }
+    let registry_auth = match next() {
+        Some((from, v)) => Credentials::load(Path::new(&v))
+            .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
+        None => Credentials::default(),
+    };
+    let registry_ca = match next() {
+        Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
+        None => Vec::new(),
+    };
+    for (name, limit) in [
+        (IDLE_VAR, &mut limits.idle),
+        (REQUEST_VAR, &mut limits.request),
+    ] {
+        if let Some(v) = var(name).filter(|v| !v.is_empty()) {
+            *limit = parse_duration(name, &v, true)?;
+        }
     }
     let listen = match listen {
         Some((from, v)) => parse_listen(&from, &v)?,
@@ -204,22 +242,32 @@ pub fn parse(
     };
     let cert = cert.ok_or_else(|| missing(&CERT))?.1.into();
     let key = key.ok_or_else(|| missing(&KEY))?.1.into();
-    let registry_auth = match registry_auth {
-        Some((from, v)) => Credentials::load(Path::new(&v))
-            .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
-        None => Credentials::default(),
-    };
-    let registry_ca = match registry_ca {
-        Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
-        None => Vec::new(),
-    };
     Ok(Task::Run(Config {
         listen,
         files: Files { cert, key },
         install,
+        limits,
         registry_auth,
         registry_ca,
     }))
+}
+
+/// A duration setting; `positive`: zero is refused too.
+fn parse_duration(
+    from: &str,
+    value: &OsString,
+    positive: bool,
+) -> Result<std::time::Duration, String> {
+    let expected = if positive {
+        "a duration above 0, like 500ms or 10s"
+    } else {
+        duration::EXPECTED_DURATION
+    };
+    value
+        .to_str()
+        .and_then(|s| duration::parse(s).ok())
+        .filter(|d| !(positive && d.is_zero()))
+        .ok_or_else(|| format!("{from} {value:?}: expected {expected}"))
 }
 
 fn missing(o: &Opt) -> String {
@@ -263,6 +311,7 @@ fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     fn run(args: &str, vars: &[(&str, &str)]) -> Result<Task, String> {
         let vars: Vec<(String, OsString)> = vars
@@ -299,6 +348,26 @@ mod tests {
         assert_eq!(c.files.key, PathBuf::from("/tls/tls.key"));
         assert_eq!(c.install.image, "ghcr.io/x/tandem:1");
         assert_eq!(c.install.mode, Mode::ImageVolume);
+        assert_eq!(c.limits, Limits::default());
+        let Ok(Task::Run(c)) = run(
+            &format!("{NEEDED} --drain 1m30s"),
+            &[
+                (IDLE_VAR, "3s"),
+                (REQUEST_VAR, "500ms"),
+                ("TANDEM_INJECTOR_DRAIN", "0"),
+            ],
+        ) else {
+            panic!()
+        };
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        assert_eq!(
+            (c.limits.drain, c.limits.idle, c.limits.request),
+            (s(90), s(3), ms(500))
+        );
+        let Ok(Task::Run(c)) = run(NEEDED, &[("TANDEM_INJECTOR_DRAIN", "0")]) else {
+            panic!()
+        };
+        assert_eq!(c.limits.drain, Duration::ZERO);
         assert_eq!(run("--listen [::1]:0 --help", &[]), Ok(Task::Help));
         assert_eq!(run("--version", &[]), Ok(Task::Version));
     }
@@ -343,6 +412,16 @@ mod tests {
                 "--image: missing argument",
             ),
             ("--port 1", &[], "unknown option --port (see --help)"),
+            (
+                NEEDED,
+                &[("TANDEM_INJECTOR_DRAIN", "10")],
+                "TANDEM_INJECTOR_DRAIN \"10\": expected a duration like 300ms, 1.5s or 2m30s",
+            ),
+            (
+                NEEDED,
+                &[(IDLE_VAR, "0")],
+                "TANDEM_INJECTOR_IDLE_TIMEOUT \"0\": expected a duration above 0",
+            ),
             (
                 "--install copy --tls-cert c --tls-key k --image i",
                 &[],

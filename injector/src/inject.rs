@@ -1,7 +1,8 @@
 //! SPEC §10: which Pods change and how. A pure function from the review's
-//! `request` to a JSONPatch, warnings for `kubectl` and a one-line summary for
-//! the log; it reads the Pod as JSON and never fails: what it cannot read leaves
-//! the Pod unchanged with a warning that says why.
+//! `request` to a JSONPatch, a `Report` of what it did (the annotation
+//! `tandem.dev/injection`, warnings and the log line come from it); it reads
+//! the Pod as JSON and never fails: what it cannot read leaves the Pod
+//! unchanged, and the report says why.
 
 use std::collections::HashMap;
 
@@ -10,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::entrypoint::{self, Wrapped};
 use crate::install::{self, Install};
 use crate::registry::ImageConfig;
+use crate::report::{Fate, Found, Report, Skip};
 use crate::sidecars::{self, Sidecar};
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
@@ -32,6 +34,10 @@ pub const SHARED_DIR: &str = "/tandem-shared";
 /// Where the init container sees the binary's volume: not `/tandem`, which is
 /// the binary itself in the tandem image.
 pub const INSTALL_DIR: &str = "/opt/tandem";
+/// Where the ServiceAccount admission plugin mounts the API token: a mount
+/// there in the init container keeps the plugin from adding one after this
+/// webhook (which would call it again) and gives it no token it never uses.
+pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The user the init container runs as (distroless' `nonroot`), so it passes
 /// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
 pub const INSTALL_UID: u32 = 65532;
@@ -51,10 +57,13 @@ pub enum Scope {
 pub struct Plan {
     /// JSONPatch operations (RFC 6902); empty leaves the Pod as it is.
     pub patch: Vec<Value>,
-    /// Admission warnings, shown by `kubectl`.
+    /// Admission warnings (`kubectl` shows them for a Pod it creates; the Job
+    /// controller discards them).
     pub warnings: Vec<String>,
     /// What happened, for the injector's log.
     pub summary: String,
+    /// What it did to a Job's Pod; `None` for any other object.
+    pub report: Option<Report>,
 }
 
 impl Plan {
@@ -84,16 +93,14 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
-    match change(pod, install, images) {
-        Ok(mut plan) => {
-            plan.summary = format!("{name}: {}", plan.summary);
-            plan
-        }
-        Err(problem) => Plan {
-            warnings: vec![format!("tandem-injector: Pod not injected: {problem}")],
-            summary: format!("{name}: not injected: {problem}"),
-            ..Plan::default()
-        },
+    let (mut patch, report) =
+        change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    patch.extend(report.annotate(&pod["metadata"]));
+    Plan {
+        patch,
+        warnings: report.warnings(),
+        summary: format!("{name}: {}", report.line()),
+        report: Some(report),
     }
 }
 
@@ -107,16 +114,18 @@ pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
     };
-    let injected = containers(spec, "initContainers")
-        .is_ok_and(|init| init.iter().any(|c| c.name == INSTALL_CONTAINER));
-    let Ok(main) = containers(spec, "containers") else {
+    let (Ok(main), Ok(init)) = (
+        containers(spec, "containers"),
+        containers(spec, "initContainers"),
+    ) else {
         return Vec::new();
     };
-    if injected {
+    // An injected Pod (a reinvocation) wraps nothing new.
+    if injected(spec, &init) {
         return Vec::new();
     }
     main.iter()
-        .filter(|c| sidecars::find(c.name).is_none())
+        .filter(|c| sidecars::by_container(c.name).is_none())
         .filter(|c| c.command.as_ref().is_none_or(Vec::is_empty))
         .filter(|c| entrypoint::annotated(pod, c.name).is_none())
         .filter_map(|c| Some((c.name.to_string(), c.image?.to_string())))
@@ -259,8 +268,21 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
     Ok(found)
 }
 
-/// The change for an opted-in Job's Pod, or the problem that prevents it.
-fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, String> {
+/// Whether the Pod was changed by an earlier review: its install init
+/// container, or the image volume.
+fn injected(spec: &Map<String, Value>, init: &[Container]) -> bool {
+    init.iter().any(|c| c.name == INSTALL_CONTAINER)
+        || spec
+            .get("volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(install::is_bin_image_volume)
+}
+
+/// The change for an opted-in Job's Pod and its report, or the problem that
+/// prevents it.
+fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>, Report), String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -269,11 +291,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, Strin
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = init.iter().any(|c| c.name == INSTALL_CONTAINER)
-        || volumes
-            .into_iter()
-            .flatten()
-            .any(install::is_bin_image_volume);
+    let injected = injected(spec, &init);
     if !injected {
         let taken = volumes
             .into_iter()
@@ -289,50 +307,60 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, Strin
     let classic: Vec<&Sidecar> = known(&main, |_| true);
     let native: Vec<&Sidecar> = known(&init, |c| c.always);
 
-    let mut warnings = Vec::new();
+    let mut report = Report {
+        earlier: injected,
+        ..Report::default()
+    };
     let mut wrapped = Vec::new();
     // The containers without `command` that are wrapped, by index: their new
-    // command and args, and where their entrypoint came from.
-    let mut found: HashMap<usize, (Wrapped, &str)> = HashMap::new();
-    for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
-        if injected {
-            // A second call (reinvocation): the containers changed the first time.
-            if c.runs_tandem() {
-                wrapped.push(c);
-            }
-            continue;
-        }
-        match c.command.as_deref() {
-            None | Some([]) => match without_command(pod, c, images) {
-                Ok(how) => {
+    // command and args.
+    let mut found: HashMap<usize, Wrapped> = HashMap::new();
+    for c in main
+        .iter()
+        .filter(|c| sidecars::by_container(c.name).is_none())
+    {
+        let fate = match c.command.as_deref() {
+            // A reinvocation: the containers it wrapped the first time.
+            _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
+            None | Some([]) if !injected => match without_command(pod, c, images) {
+                Ok((how, from)) => {
                     found.insert(c.index, how);
-                    wrapped.push(c);
+                    Fate::Wrapped(from, String::new())
                 }
-                Err(why) => warnings.push(format!(
-                    "tandem-injector: container {:?} not injected: {why}",
-                    c.name
-                )),
+                Err(skip) => Fate::Skipped(skip),
             },
+            None | Some([]) => Fate::Skipped(Skip::NoCommand),
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
-                warnings.push(format!(
-                    "tandem-injector: container {:?} left as is: it already runs tandem",
-                    c.name
-                ))
+                Fate::Skipped(Skip::OwnTandem)
             }
-            Some(_) => wrapped.push(c),
-        }
-    }
-    if wrapped.is_empty() {
-        let summary = if injected {
-            "already injected"
-        } else {
-            "no container to inject"
+            Some(_) if injected => Fate::Skipped(Skip::AddedLater),
+            Some(_) => Fate::Wrapped(Found::Spec, String::new()),
         };
-        return Ok(Plan {
-            warnings,
-            summary: summary.into(),
-            ..Plan::default()
-        });
+        if matches!(fate, Fate::Wrapped(..)) {
+            wrapped.push(c);
+        }
+        report.containers.push((c.name.to_string(), fate));
+    }
+    // A job container without tandem may still run when the others end: they
+    // wait for the sidecars but never quit them (kubelet's rule for native ones).
+    let unwrapped = report
+        .containers
+        .iter()
+        .any(|(_, f)| matches!(f, Fate::Skipped(s) if s.runs_without_tandem()));
+    let (classic, native) = if unwrapped {
+        // Unless a wrapped one quits them by its own (or an earlier) TANDEM_MESH.
+        if !wrapped.iter().any(|c| c.sets("TANDEM_MESH")) {
+            report.not_quit = classic
+                .iter()
+                .filter_map(|s| s.container.map(str::to_string))
+                .collect();
+        }
+        (Vec::new(), [classic, native].concat())
+    } else {
+        (classic, native)
+    };
+    if wrapped.is_empty() {
+        return Ok((Vec::new(), report));
     }
 
     let several = wrapped.len() > 1;
@@ -354,28 +382,27 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, Strin
         }
         for c in &wrapped {
             let at = format!("/spec/containers/{}", c.index);
-            let command: Vec<&str> = match found.get(&c.index) {
-                Some((w, _)) => w.command.iter().map(String::as_str).collect(),
-                None => [TANDEM, "--"]
-                    .into_iter()
-                    .chain(c.command.iter().flatten().copied())
-                    .collect(),
-            };
-            // `add` sets a field the container does not have.
-            let op = if found.contains_key(&c.index) {
-                "add"
-            } else {
-                "replace"
-            };
-            patch.push(json!({"op": op, "path": format!("{at}/command"), "value": command}));
-            if let Some((
-                Wrapped {
-                    args: Some(args), ..
-                },
-                _,
-            )) = found.get(&c.index)
-            {
-                patch.push(json!({"op": "add", "path": format!("{at}/args"), "value": args}));
+            match found.get(&c.index) {
+                // `add`: the container has no `command` to replace.
+                Some(how) => {
+                    patch.push(
+                        json!({"op": "add", "path": format!("{at}/command"), "value": how.command}),
+                    );
+                    if let Some(args) = &how.args {
+                        patch.push(
+                            json!({"op": "add", "path": format!("{at}/args"), "value": args}),
+                        );
+                    }
+                }
+                None => {
+                    let command: Vec<&str> = [TANDEM, "--"]
+                        .into_iter()
+                        .chain(c.command.iter().flatten().copied())
+                        .collect();
+                    patch.push(
+                        json!({"op": "replace", "path": format!("{at}/command"), "value": command}),
+                    );
+                }
             }
             let mut mounts =
                 vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
@@ -392,74 +419,65 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<Plan, Strin
     }
 
     let names: Vec<&str> = wrapped.iter().map(|c| c.name).collect();
-    let mut told = Vec::new();
     for c in &wrapped {
-        if let Some((_, how)) = found.get(&c.index) {
-            told.push(format!("{} (entrypoint from {how})", c.name));
-        }
         let vars = variables(c, &classic, &native, several.then_some(&names[..]));
         if !vars.is_empty() {
-            told.push(format!("{} ({})", c.name, describe(&vars)));
+            if let Some((_, Fate::Wrapped(_, told))) =
+                report.containers.iter_mut().find(|(n, _)| n == c.name)
+            {
+                *told = describe(&vars);
+            }
             let at = format!("/spec/containers/{}/env", c.index);
             append(&mut patch, &at, c.env.is_some(), vars);
         }
     }
-    let summary = match (injected, told.is_empty()) {
-        (true, true) => "already injected".to_string(),
-        (true, false) => format!("already injected; added {}", told.join(", ")),
-        (false, _) => format!("injected {}{}", names.join(", "), with(&told)),
-    };
-    Ok(Plan {
-        patch,
-        warnings,
-        summary,
-    })
+    Ok((patch, report))
 }
 
 /// How job container `c`, which has no `command`, is wrapped, and where its
 /// entrypoint came from (the annotation, else the registry's answer in
-/// `images`); else why it is not, with the fix.
-fn without_command(
-    pod: &Value,
-    c: &Container,
-    images: &Images,
-) -> Result<(Wrapped, &'static str), String> {
-    let image = c.image.unwrap_or("?");
-    let (entrypoint, cmd, how) = match entrypoint::annotated(pod, c.name) {
-        Some(Ok(words)) => (words, Vec::new(), "its annotation"),
-        Some(Err(why)) => return Err(format!("it has no command and its {why}")),
+/// `images`); else why it is not.
+fn without_command(pod: &Value, c: &Container, images: &Images) -> Result<(Wrapped, Found), Skip> {
+    let (entrypoint, cmd, from) = match entrypoint::annotated(pod, c.name) {
+        Some(Ok(words)) => (words, Vec::new(), Found::Annotation),
+        Some(Err(why)) => return Err(Skip::BadAnnotation(why)),
         None => match images.get(c.name) {
             Some(Ok(config)) => (
                 config.entrypoint.clone(),
                 config.cmd.clone(),
-                "the registry",
+                Found::Registry,
             ),
             Some(Err(why)) => {
-                return Err(format!(
-                    "it has no command and its image {image} was not read: {why}"
-                ));
+                return Err(Skip::Unread {
+                    image: c.image.unwrap_or("?").to_string(),
+                    why: why.clone(),
+                });
             }
-            None => {
-                return Err(format!(
-                    "it has no command and its image {image} was not looked up \
-                     (set command, or the annotation {}{})",
-                    entrypoint::ANNOTATION,
-                    c.name
-                ));
-            }
+            None => return Err(Skip::NoCommand),
         },
     };
-    let wrapped = entrypoint::wrap(&entrypoint, &cmd, &c.args)
-        .map_err(|why| format!("it has no command and {why} (set command)"))?;
-    Ok((wrapped, how))
+    let wrapped = entrypoint::wrap(&entrypoint, &cmd, &c.args).map_err(|_| Skip::NothingToRun)?;
+    Ok((wrapped, from))
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
 fn known(list: &[Container], keep: impl Fn(&Container) -> bool) -> Vec<&'static Sidecar> {
-    sidecars::SIDECARS
-        .iter()
-        .filter(|s| list.iter().any(|c| c.name == s.container && keep(c)))
+    sidecars::injected()
+        .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
+        .map(|(_, s)| s)
         .collect()
+}
+
+/// The readiness URL of sidecar `s` for job container `c`: on the port `c` gives
+/// the sidecar's port variable, when that is a literal port number (anything
+/// else keeps the default port); `None` when there is nothing to wait for.
+fn ready_url(s: &Sidecar, c: &Container) -> Option<String> {
+    let port = s
+        .port_var
+        .and_then(|var| c.value(var))
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p > 0);
+    s.ready_on(port)
 }
 
 /// The variables tandem needs in job container `c` that it does not set itself:
@@ -479,10 +497,7 @@ fn variables(
         if !mesh.is_empty() {
             vars.push(var("TANDEM_MESH", mesh.join(",")));
         }
-        let ready: Vec<String> = native
-            .iter()
-            .filter_map(|s| s.ready_url(|v| c.value(v)))
-            .collect();
+        let ready: Vec<String> = native.iter().filter_map(|s| ready_url(s, c)).collect();
         if !ready.is_empty() {
             vars.push(var("TANDEM_READY_URLS", ready.join(",")));
         }
@@ -515,14 +530,6 @@ fn describe(vars: &[Value]) -> String {
         })
         .collect();
     each.join(" ")
-}
-
-fn with(told: &[String]) -> String {
-    if told.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", told.join(", "))
-    }
 }
 
 /// Operations that add `items` to the list at `path`: the whole list when the

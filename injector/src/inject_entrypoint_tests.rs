@@ -145,11 +145,16 @@ fn a_container_that_cannot_be_wrapped_is_left_as_it_is_with_the_reason() {
     ];
     for (pod, images, why) in cases {
         let (plan, out) = applied(pod, &images);
-        assert_eq!(out, *pod, "{:#?}", plan.patch);
+        // Only the annotation that says why.
+        assert_eq!(out["spec"], pod["spec"], "{:#?}", plan.patch);
+        let line = out["metadata"]["annotations"]["tandem.dev/injection"]
+            .as_str()
+            .unwrap();
+        assert!(line.contains(why), "{line}");
         assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
         assert!(
             plan.warnings[0].starts_with(
-                "tandem-injector: container \"job\" not injected: it has no command and "
+                "tandem-injector: container \"job\" not wrapped: it has no command and "
             ) && plan.warnings[0].contains(why),
             "{}",
             plan.warnings[0]

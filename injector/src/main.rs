@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     }
     let client = Client::new(config.registry_auth, &config.registry_ca);
     let registry = Arc::new(Registry::new(client, registry::CAPACITY));
-    if let Err(e) = server::run(listener, tls, config.install, registry, stop) {
+    if let Err(e) = server::run(listener, tls, config.install, registry, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));
     }
     say!("stopped");

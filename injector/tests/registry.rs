@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::ffi::OsStr;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -169,15 +168,16 @@ fn a_registry_or_token_endpoint_that_hangs_costs_the_deadline_and_no_more() {
     }
 }
 
-/// The injector with the registry's login and CA.
+/// The injector with the registry's login and CA, given by their variables.
 fn injector(world: &World, dir: &Path, registry: Option<&Registry>) -> Injector {
     let (cert, key) = world.pki.issue(dir, "injector");
-    let mut extra: Vec<&OsStr> = vec![OsStr::new("--registry-ca"), world.ca_file.as_os_str()];
-    let auth = registry.map(Registry::auth_file);
+    let ca = world.ca_file.to_str().unwrap().to_string();
+    let auth = registry.map(|r| r.auth_file().to_str().unwrap().to_string());
+    let mut vars = vec![("TANDEM_INJECTOR_REGISTRY_CA", ca.as_str())];
     if let Some(auth) = &auth {
-        extra.extend([OsStr::new("--registry-auth"), auth.as_os_str()]);
+        vars.push(("TANDEM_INJECTOR_REGISTRY_AUTH", auth.as_str()));
     }
-    Injector::start_bin_args(Path::new(INJECTOR), &cert, &key, &extra)
+    Injector::start_bin_env(Path::new(INJECTOR), &cert, &key, &vars)
 }
 
 /// The review of `pod`, its patch applied: the response and the Pod.

@@ -23,8 +23,9 @@ pub mod manifest;
 pub mod reference;
 pub mod token;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::metrics::{self, Counter};
 
 pub use auth::Credentials;
 pub use cache::{Cache, Source};
@@ -45,25 +46,12 @@ pub const FAILURE_TTL: Duration = Duration::from_secs(30);
 /// A lookup's answer.
 pub type Answer = Result<ImageConfig, Failure>;
 
-/// Lookups counted since start, for `/metrics`.
-#[derive(Debug, Default)]
-pub struct Counts {
-    /// Answered from the cache (a shared lookup included).
-    pub hit: AtomicU64,
-    /// Looked up.
-    pub miss: AtomicU64,
-    /// Answered with a failure, remembered ones included.
-    pub failure: AtomicU64,
-}
-
 /// The client and its cache: what the server shares between reviews.
 pub struct Registry {
     client: Client,
     cache: Cache<Answer>,
     /// How long a review waits for its lookups, at most (default [`DEADLINE`]).
     pub deadline: Duration,
-    /// The counters `/metrics` reads.
-    pub counts: Counts,
 }
 
 impl Registry {
@@ -73,7 +61,6 @@ impl Registry {
             client,
             cache: Cache::new(capacity),
             deadline: DEADLINE,
-            counts: Counts::default(),
         }
     }
 
@@ -97,12 +84,13 @@ impl Registry {
                 found.unwrap_or((Err(Failure::Timeout), Source::Shared))
             }
         };
-        let counter = match (&answer.0, answer.1) {
-            (Err(_), _) => &self.counts.failure,
-            (Ok(_), Source::Miss) => &self.counts.miss,
-            (Ok(_), _) => &self.counts.hit,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        // `/metrics`: a failure (remembered or not), else a hit (a shared
+        // lookup included) or a miss.
+        metrics::count(match (&answer.0, answer.1) {
+            (Err(_), _) => Counter::RegistryFailure,
+            (Ok(_), Source::Miss) => Counter::RegistryCacheMiss,
+            (Ok(_), _) => Counter::RegistryCacheHit,
+        });
         answer
     }
 
