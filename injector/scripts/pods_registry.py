@@ -47,17 +47,23 @@ def wait_port(h, port, process, what):
     raise h.Failed(f"{what} did not listen on 127.0.0.1:{port}")
 
 
-def certificate(h, work):
-    """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem) in WORK/tls,
-    also ca.crt there for podman's --cert-dir."""
+def certificate(work):
+    """A test CA (ca.pem, and ca.crt for podman's --cert-dir) and a certificate
+    for 127.0.0.1 it signs (cert.pem, key.pem), in WORK/tls."""
     tls = work / "tls"
     tls.mkdir()
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-keyout", tls / "key.pem", "-out", tls / "cert.pem", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True)
-    shutil.copy(tls / "cert.pem", tls / "ca.crt")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tls)
+
+    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+            "-subj", "/CN=injector-pods test CA")
+    openssl("req", *ec, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=127.0.0.1")
+    (tls / "leaf.ext").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "cert.pem", "-days", "1", "-extfile", "leaf.ext")
+    shutil.copy(tls / "ca.pem", tls / "ca.crt")
     return tls
 
 
@@ -81,7 +87,7 @@ def start_injector(h, injector, tls, tandem_image, stop):
     """The injector on a loopback port trusting the registry's certificate."""
     process = subprocess.Popen(
         [injector, "--listen", "127.0.0.1:0", "--tls-cert", tls / "cert.pem",
-         "--tls-key", tls / "key.pem", "--image", tandem_image, "--registry-ca", tls / "cert.pem"],
+         "--tls-key", tls / "key.pem", "--image", tandem_image, "--registry-ca", tls / "ca.pem"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stop.append(process)
     line = process.stderr.readline()
@@ -99,7 +105,7 @@ def review(h, addr, tls, pod):
                     "operation": "CREATE", "namespace": "default", "object": pod},
     })
     host, port = addr.rsplit(":", 1)
-    context = ssl.create_default_context(cafile=str(tls / "cert.pem"))
+    context = ssl.create_default_context(cafile=str(tls / "ca.pem"))
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=10)
     conn.request("POST", "/mutate", body, {"Content-Type": "application/json"})
     answer = conn.getresponse()
@@ -140,7 +146,7 @@ def patched_pod(h, podman, work, injector, original, tandem_image, images, stop)
     podman.build("job-entrypoint", context,
                  f"FROM {podman.image('job-distroless')}\n"
                  f"ENTRYPOINT {json.dumps(ENTRYPOINT)}\nCMD {json.dumps(CMD)}\n")
-    tls = certificate(h, work)
+    tls = certificate(work)
     host = start_registry(h, work, tls, stop)
     image = f"{host}/{REPOSITORY}"
     podman("push", "--quiet", "--cert-dir", str(tls), podman.image("job-entrypoint"),
@@ -152,11 +158,11 @@ def patched_pod(h, podman, work, injector, original, tandem_image, images, stop)
     job.pop("args", None)
     job["image"] = image
     response = review(h, addr, tls, pod)
-    if "patch" not in response:
-        raise h.Failed(f"{KEY}: not injected: {response.get('warnings')}")
+    if "patch" not in response or response.get("warnings"):
+        raise h.Failed(f"{KEY}: not wrapped: {response.get('warnings')}")
     patched = apply_patch(h, pod, json.loads(base64.b64decode(response["patch"])))
     wrapped = patched["spec"]["containers"][0]
-    if wrapped["command"] != ["/tandem/tandem", "--", *ENTRYPOINT] or wrapped.get("args") != CMD:
+    if wrapped.get("command") != ["/tandem/tandem", "--", *ENTRYPOINT] or wrapped.get("args") != CMD:
         raise h.Failed(f"{KEY}: wrapped as {wrapped['command']} {wrapped.get('args')}")
     h.say(f"{KEY}: the injector read {image} from the registry: "
           f"command {wrapped['command']}, args {wrapped['args']}")
