@@ -95,10 +95,14 @@ def to_podman(h, podman, name, pod):
         # side collide; in Kubernetes it is informational.
         c.pop("ports", None)
     spec["volumes"] = [v for v in spec["volumes"] if v["name"] != TOKEN_VOLUME]
+    # podman 4 refuses annotation values over 63 characters (a label's limit;
+    # Kubernetes allows 256 KiB): the injector's one-line report stays out.
+    annotations = {k: v for k, v in pod["metadata"].get("annotations", {}).items()
+                   if len(v) <= 63}
     pod["metadata"] = {
         "name": name,
         "labels": pod["metadata"]["labels"],
-        "annotations": pod["metadata"].get("annotations", {}),
+        "annotations": annotations,
     }
     pod.pop("status", None)
     return pod, [c["name"] for c in native]

@@ -48,7 +48,7 @@ def wait_port(h, port, process, what):
 
 
 def certificate(work):
-    """A test CA (ca.pem, and ca.crt for podman's --cert-dir) and a certificate
+    """A test CA (ca.pem, and certs/ca.crt for podman's --cert-dir) and a certificate
     for 127.0.0.1 it signs (cert.pem, key.pem), in WORK/tls."""
     tls = work / "tls"
     tls.mkdir()
@@ -63,7 +63,9 @@ def certificate(work):
     (tls / "leaf.ext").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
     openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
             "-CAcreateserial", "-out", "cert.pem", "-days", "1", "-extfile", "leaf.ext")
-    shutil.copy(tls / "ca.pem", tls / "ca.crt")
+    # podman's --cert-dir takes every *.key there for a client key: the CA alone.
+    (tls / "certs").mkdir()
+    shutil.copy(tls / "ca.pem", tls / "certs" / "ca.crt")
     return tls
 
 
@@ -149,7 +151,7 @@ def patched_pod(h, podman, work, injector, original, tandem_image, images, stop)
     tls = certificate(work)
     host = start_registry(h, work, tls, stop)
     image = f"{host}/{REPOSITORY}"
-    podman("push", "--quiet", "--cert-dir", str(tls), podman.image("job-entrypoint"),
+    podman("push", "--quiet", "--cert-dir", str(tls / "certs"), podman.image("job-entrypoint"),
            f"docker://{image}")
     _, addr = start_injector(h, injector, tls, tandem_image, stop)
     pod = json.loads(json.dumps(original))
