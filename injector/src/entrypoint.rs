@@ -1,12 +1,21 @@
 //! What a container without `command` runs, wrapped in tandem: Kubernetes'
 //! command/args rule over the image's `ENTRYPOINT` and `CMD` — no `args`:
 //! `ENTRYPOINT` + `CMD`; `args`: `ENTRYPOINT` + `args` (with no `ENTRYPOINT`,
-//! `CMD` or `args` alone is the command) — and where the entrypoint comes from
-//! when not from the registry: the `tandem.dev/entrypoint.CONTAINER` annotation.
+//! `CMD` or `args` alone is the command) — and where the entrypoint comes from:
+//! the `tandem.dev/entrypoint.CONTAINER` annotation, else the registry's answer.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
 use crate::inject::TANDEM;
+use crate::registry::ImageConfig;
+use crate::report::{Found, Skip};
+
+/// What was found out, before planning, about the images of job containers
+/// without `command` (see `inject::wanted`), by container name: the image's
+/// configuration, or why there is none (with the fix).
+pub type Images = HashMap<String, Result<ImageConfig, String>>;
 
 /// The annotation's prefix; the container's name follows.
 pub const ANNOTATION: &str = "tandem.dev/entrypoint.";
@@ -35,6 +44,38 @@ pub fn wrap(entrypoint: &[String], cmd: &[String], own_args: &[String]) -> Resul
         .chain(entrypoint.iter().cloned())
         .collect();
     Ok(Wrapped { command, args })
+}
+
+/// How container `name` of `pod`, which has no `command`, is wrapped (its
+/// `image`, its `args`), and where its entrypoint came from: the annotation,
+/// else the registry's answer in `images`; else why it is not.
+pub fn without_command(
+    pod: &Value,
+    name: &str,
+    image: Option<&str>,
+    args: &[String],
+    images: &Images,
+) -> Result<(Wrapped, Found), Skip> {
+    let (entrypoint, cmd, from) = match annotated(pod, name) {
+        Some(Ok(words)) => (words, Vec::new(), Found::Annotation),
+        Some(Err(why)) => return Err(Skip::BadAnnotation(why)),
+        None => match images.get(name) {
+            Some(Ok(config)) => (
+                config.entrypoint.clone(),
+                config.cmd.clone(),
+                Found::Registry,
+            ),
+            Some(Err(why)) => {
+                return Err(Skip::Unread {
+                    image: image.unwrap_or("?").to_string(),
+                    why: why.clone(),
+                });
+            }
+            None => return Err(Skip::NoCommand),
+        },
+    };
+    let wrapped = wrap(&entrypoint, &cmd, args).map_err(|_| Skip::NothingToRun)?;
+    Ok((wrapped, from))
 }
 
 /// The entrypoint the Pod's annotation gives container `name`: `None` without

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+pub use crate::entrypoint::Images;
 use crate::entrypoint::{self, Wrapped};
 use crate::install::{self, Install};
-use crate::registry::ImageConfig;
 use crate::report::{Fate, Found, Report, Skip};
 use crate::sidecars::{self, Sidecar};
 
@@ -74,11 +74,6 @@ impl Plan {
         }
     }
 }
-
-/// What was found out, before planning, about the images of job containers
-/// without `command` (see [`wanted`]), by container name: the image's
-/// configuration, or why there is none (with the fix).
-pub type Images = HashMap<String, Result<ImageConfig, String>>;
 
 /// The plan for one admission `request` (SPEC §10): the Pod is changed only when
 /// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `install` is
@@ -322,13 +317,15 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         let fate = match c.command.as_deref() {
             // A reinvocation: the containers it wrapped the first time.
             _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
-            None | Some([]) if !injected => match without_command(pod, c, images) {
-                Ok((how, from)) => {
-                    found.insert(c.index, how);
-                    Fate::Wrapped(from, String::new())
+            None | Some([]) if !injected => {
+                match entrypoint::without_command(pod, c.name, c.image, &c.args, images) {
+                    Ok((how, from)) => {
+                        found.insert(c.index, how);
+                        Fate::Wrapped(from, String::new())
+                    }
+                    Err(skip) => Fate::Skipped(skip),
                 }
-                Err(skip) => Fate::Skipped(skip),
-            },
+            }
             None | Some([]) => Fate::Skipped(Skip::NoCommand),
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
                 Fate::Skipped(Skip::OwnTandem)
@@ -432,32 +429,6 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         }
     }
     Ok((patch, report))
-}
-
-/// How job container `c`, which has no `command`, is wrapped, and where its
-/// entrypoint came from (the annotation, else the registry's answer in
-/// `images`); else why it is not.
-fn without_command(pod: &Value, c: &Container, images: &Images) -> Result<(Wrapped, Found), Skip> {
-    let (entrypoint, cmd, from) = match entrypoint::annotated(pod, c.name) {
-        Some(Ok(words)) => (words, Vec::new(), Found::Annotation),
-        Some(Err(why)) => return Err(Skip::BadAnnotation(why)),
-        None => match images.get(c.name) {
-            Some(Ok(config)) => (
-                config.entrypoint.clone(),
-                config.cmd.clone(),
-                Found::Registry,
-            ),
-            Some(Err(why)) => {
-                return Err(Skip::Unread {
-                    image: c.image.unwrap_or("?").to_string(),
-                    why: why.clone(),
-                });
-            }
-            None => return Err(Skip::NoCommand),
-        },
-    };
-    let wrapped = entrypoint::wrap(&entrypoint, &cmd, &c.args).map_err(|_| Skip::NothingToRun)?;
-    Ok((wrapped, from))
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::registry::ImageConfig;
 use crate::inject::tests::pods::{self, container, job_pod, review};
 
 const IMAGE: &str = "registry.example.com/batch:2";
