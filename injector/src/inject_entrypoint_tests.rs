@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::registry::ImageConfig;
 use crate::inject::tests::pods::{self, container, job_pod, review};
+use crate::registry::ImageConfig;
 
 const IMAGE: &str = "registry.example.com/batch:2";
 
