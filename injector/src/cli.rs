@@ -9,11 +9,16 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::duration;
 use crate::install::{Install, Mode};
 use crate::registry::{self, Credentials};
 use crate::server::Limits;
 use crate::tls::Files;
+
+mod options;
+mod values;
+
+use options::{CERT, IMAGE, KEY, OPTIONS, POLICY_OPTIONS};
+use values::{missing, parse_duration, parse_image, parse_listen, parse_mode};
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
 pub const EX_USAGE: u8 = 64;
@@ -49,75 +54,6 @@ pub enum Task {
     /// Print the version.
     Version,
 }
-
-/// One option: its flag, its variable, its value's name and its help line.
-struct Opt {
-    flag: &'static str,
-    var: &'static str,
-    value: &'static str,
-    help: &'static str,
-}
-
-const LISTEN: Opt = Opt {
-    flag: "--listen",
-    var: "TANDEM_INJECTOR_LISTEN",
-    value: "HOST:PORT",
-    help: "address to serve HTTPS on, an IP and a port (default 0.0.0.0:8443)",
-};
-const CERT: Opt = Opt {
-    flag: "--tls-cert",
-    var: "TANDEM_INJECTOR_TLS_CERT",
-    value: "PEM",
-    help: "certificate chain file, leaf first (reloaded when it changes)",
-};
-const KEY: Opt = Opt {
-    flag: "--tls-key",
-    var: "TANDEM_INJECTOR_TLS_KEY",
-    value: "PEM",
-    help: "its private key file (reloaded when it changes)",
-};
-const IMAGE: Opt = Opt {
-    flag: "--image",
-    var: "TANDEM_INJECTOR_IMAGE",
-    value: "IMAGE",
-    help: "the tandem image (the init container's, or the image volume)",
-};
-const INSTALL: Opt = Opt {
-    flag: "--install",
-    var: "TANDEM_INJECTOR_INSTALL",
-    value: "MODE",
-    help: "emptydir (an init container copies tandem; default) or image-volume (1.35+)",
-};
-const DRAIN: Opt = Opt {
-    flag: "--drain",
-    var: "TANDEM_INJECTOR_DRAIN",
-    value: "DUR",
-    help: "on SIGTERM, keep answering reviews this long, /healthz 503 (default 10s)",
-};
-const REGISTRY_AUTH: Opt = Opt {
-    flag: "--registry-auth",
-    var: "TANDEM_INJECTOR_REGISTRY_AUTH",
-    value: "FILE",
-    help: "Docker config.json with logins for the registries of job images",
-};
-const REGISTRY_CA: Opt = Opt {
-    flag: "--registry-ca",
-    var: "TANDEM_INJECTOR_REGISTRY_CA",
-    value: "PEM",
-    help: "extra CA certificates for those registries",
-};
-const OPTIONS: [&Opt; 8] = [
-    &LISTEN,
-    &CERT,
-    &KEY,
-    &IMAGE,
-    &INSTALL,
-    &DRAIN,
-    &REGISTRY_AUTH,
-    &REGISTRY_CA,
-];
-/// The options of `policy`, at their places in `OPTIONS`.
-const POLICY_OPTIONS: [usize; 2] = [3, 4];
 
 /// Hidden: how long a kept-alive connection may idle (default 120s), for tests.
 pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
@@ -250,61 +186,6 @@ pub fn parse(
         registry_auth,
         registry_ca,
     }))
-}
-
-/// A duration setting; `positive`: zero is refused too.
-fn parse_duration(
-    from: &str,
-    value: &OsString,
-    positive: bool,
-) -> Result<std::time::Duration, String> {
-    let expected = if positive {
-        "a duration above 0, like 500ms or 10s"
-    } else {
-        duration::EXPECTED_DURATION
-    };
-    value
-        .to_str()
-        .and_then(|s| duration::parse(s).ok())
-        .filter(|d| !(positive && d.is_zero()))
-        .ok_or_else(|| format!("{from} {value:?}: expected {expected}"))
-}
-
-fn missing(o: &Opt) -> String {
-    let example = match o.flag {
-        "--image" => ", e.g. ghcr.io/tandem-sidecar/tandem:0.1.0",
-        _ => ", e.g. /tls/tls.crt and /tls/tls.key from the Secret cert-manager writes",
-    };
-    format!(
-        "missing {} {} (or {}): {}{example}",
-        o.flag, o.value, o.var, o.help
-    )
-}
-
-fn parse_listen(from: &str, value: &OsString) -> Result<SocketAddr, String> {
-    value.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
-        format!(
-            "{from} {value:?}: expected an IP address and a port, e.g. 0.0.0.0:8443 or [::]:8443"
-        )
-    })
-}
-
-fn parse_mode(from: &str, value: &OsString) -> Result<Mode, String> {
-    value.to_str().and_then(Mode::from_name).ok_or_else(|| {
-        format!(
-            "{from} {value:?}: expected {} (image-volume needs Kubernetes 1.35+)",
-            Mode::NAMES.join(" or ")
-        )
-    })
-}
-
-fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
-    match value.to_str() {
-        Some(s) if !s.chars().any(|c| c.is_whitespace() || c.is_control()) => Ok(s.to_string()),
-        _ => Err(format!(
-            "{from} {value:?}: expected an image reference without blanks, e.g. ghcr.io/tandem-sidecar/tandem:0.1.0"
-        )),
-    }
 }
 
 #[cfg(test)]
