@@ -50,4 +50,5 @@ pub mod server;
 #[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;
+pub mod words;
 pub mod yaml;

@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::log;
 use crate::metrics::{self, Counter};
 
 /// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
@@ -147,15 +148,7 @@ impl Report {
     /// The one line: the annotation's value and the log's. Control characters
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
-        let mut line = String::new();
-        for c in self.words().chars() {
-            if c.is_control() {
-                line.extend(c.escape_default());
-            } else {
-                line.push(c);
-            }
-        }
-        line
+        log::escape(&self.words())
     }
 
     fn words(&self) -> String {

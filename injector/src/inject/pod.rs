@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::{INSTALL_CONTAINER, TANDEM};
 use crate::install;
 use crate::sidecars::{self, Sidecar};
+use crate::words;
 
 /// One container of the Pod as far as the injector reads it.
 pub(super) struct Container<'a> {
@@ -68,26 +69,8 @@ pub(super) fn containers<'a>(
         let name = c["name"]
             .as_str()
             .ok_or_else(|| format!("{} has no name", at()))?;
-        let command = match &c["command"] {
-            Value::Null => None,
-            Value::Array(words) => Some(
-                words
-                    .iter()
-                    .map(Value::as_str)
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| format!("{}.command is not a list of strings", at()))?,
-            ),
-            _ => return Err(format!("{}.command is not a list", at())),
-        };
-        let args = match &c["args"] {
-            Value::Null => Vec::new(),
-            Value::Array(words) => words
-                .iter()
-                .map(|w| w.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| format!("{}.args is not a list of strings", at()))?,
-            _ => return Err(format!("{}.args is not a list", at())),
-        };
+        let command = words::read(&c["command"], || format!("{}.command", at()))?;
+        let args = words::owned(&c["args"], || format!("{}.args", at()))?;
         let env = match &c["env"] {
             Value::Null => None,
             Value::Array(env) if env.iter().all(|e| e["name"].is_string()) => Some(env.as_slice()),

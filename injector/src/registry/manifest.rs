@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::reference::check_digest;
+use crate::words;
 
 /// The media types asked for, in the `Accept` header of a manifest request.
 pub const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
@@ -115,18 +116,10 @@ pub fn config(body: &[u8]) -> Result<ImageConfig, String> {
     if !json.is_object() {
         return Err("the image configuration is not a JSON object".into());
     }
-    let words = |name: &str| -> Result<Vec<String>, String> {
-        match &json["config"][name] {
-            Value::Null => Ok(Vec::new()),
-            Value::Array(list) => list
-                .iter()
-                .map(|w| w.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    format!("the image configuration's {name} is not a list of strings")
-                }),
-            _ => Err(format!("the image configuration's {name} is not a list")),
-        }
+    let words = |name: &str| {
+        words::owned(&json["config"][name], || {
+            format!("the image configuration's {name}")
+        })
     };
     Ok(ImageConfig {
         entrypoint: words("Entrypoint")?,
