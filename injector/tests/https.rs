@@ -375,15 +375,7 @@ fn sigterm_with_no_drain_answers_the_review_in_flight_closes_idle_connections_an
 
     let pod = job_pod("j", vec![job_container("job")], vec![]);
     let body = review("in-flight", &pod).to_string();
-    let (first, rest) = body.as_bytes().split_at(body.len() / 2);
-    let mut busy = client.connect(addr);
-    let head = format!(
-        "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    busy.tls.write_all(head.as_bytes()).unwrap();
-    busy.tls.write_all(first).unwrap();
-    busy.tls.flush().unwrap();
+    let (mut busy, rest) = client.post_half(addr, "/mutate", body.as_bytes());
     thread::sleep(Duration::from_millis(200));
 
     injector.signal(libc::SIGTERM);

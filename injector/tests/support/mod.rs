@@ -297,6 +297,21 @@ impl Client {
         self.connect(addr).send("POST", path, body).unwrap()
     }
 
+    /// Starts a POST of `body` to `path` on a new connection and sends only its
+    /// head and first half: a request in flight. The rest is for the caller.
+    pub fn post_half<'b>(&self, addr: SocketAddr, path: &str, body: &'b [u8]) -> (Conn, &'b [u8]) {
+        let (first, rest) = body.split_at(body.len() / 2);
+        let mut conn = self.connect(addr);
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        conn.tls.write_all(head.as_bytes()).unwrap();
+        conn.tls.write_all(first).unwrap();
+        conn.tls.flush().unwrap();
+        (conn, rest)
+    }
+
     /// POSTs a review as the API server does.
     pub fn review(&self, addr: SocketAddr, review: &serde_json::Value) -> Response {
         self.post(addr, "/mutate?timeout=10s", review.to_string().as_bytes())
