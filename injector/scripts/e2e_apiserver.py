@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""The injector and its admission policy in a real API server: `make e2e-apiserver`.
+
+Starts etcd and the kube-apiserver it is given (Kubernetes 1.36+: the policy is
+`admissionregistration.k8s.io/v1`) on loopback, then creates the Pods of the
+injector's HTTPS tests (ORIGINAL/*.json, written by `cargo test --test https`)
+and a few variants of them, through these passes:
+
+  baseline          nothing of tandem's registered
+  webhook-MODE      tandem-injector as a real webhook (the shipped
+                    MutatingWebhookConfiguration, pointed at 127.0.0.1)
+  policy-MODE       `tandem-injector policy` applied, no webhook
+  both-emptydir     the policy and the webhook together (the webhook sees the
+                    policy's Pod: it must leave it as it is)
+
+for MODE emptydir and image-volume. Pods are created with dryRun=All: what the
+API server answers is the Pod after every admission step, as it would store it.
+It checks:
+
+  - each case's Pod from the policy is the Pod from the webhook (every field,
+    annotations included), and a Pod not opted in or not a Job's is untouched;
+  - the webhook's Pod, created again, comes back unchanged (idempotence);
+  - creating an opted-in Job or CronJob with a container that has no command
+    answers with the ValidatingAdmissionPolicy's `Warning` header;
+  - reviews that reach the webhook over a kept-alive connection after it sat
+    idle (IDLE seconds, default around the old 10 s limit and past 90 s) are
+    answered: the Pod is injected.
+
+Every mismatch is printed with the case, the JSON path and both values; it
+exits 1 if there is any, 2 on a setup failure.
+
+Usage: e2e_apiserver.py KUBE_APISERVER ETCD INJECTOR ORIGINAL WORKDIR [IDLE...]
+"""
+
+import base64
+import copy
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).parent))
+import cluster as k8s  # noqa: E402
+
+IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
+LABEL = "tandem.dev/inject"
+NS = "tandem-e2e"
+NS_LABELLED = "tandem-e2e-labelled"
+MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
+# Fields the API server sets per object, not part of what admission did.
+VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
+DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
+
+
+def cases(original):
+    """(name, namespace, Pod) of every case: the HTTPS tests' Pods and variants."""
+    pods = {p.stem: json.loads(p.read_text()) for p in sorted(Path(original).glob("*.json"))}
+    if "plain" not in pods or "no-command" not in pods:
+        raise k8s.Failed(f"{original}: no plain.json or no-command.json (run the HTTPS tests first)")
+    out = [(name, NS, pod) for name, pod in pods.items()]
+
+    def variant(name, base, change, ns=NS):
+        pod = copy.deepcopy(pods[base])
+        pod["metadata"]["generateName"] = f"{name}-"
+        change(pod["metadata"])
+        out.append((name, ns, pod))
+
+    variant("entrypoint", "no-command", lambda m: m["annotations"].update(
+        {"tandem.dev/entrypoint.uploader": '["/app/upload", "--fast"]'}))
+    variant("not-opted-in", "plain", lambda m: m["labels"].pop(LABEL))
+    variant("opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}))
+    variant("not-job-owned", "plain", lambda m: m.pop("ownerReferences"))
+    variant("namespace-mode", "istio-classic", lambda m: m["labels"].pop(LABEL), NS_LABELLED)
+    variant("namespace-opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}),
+            NS_LABELLED)
+    return out
+
+
+def clean(pod):
+    """The Pod without what the API server sets per object."""
+    pod = copy.deepcopy(pod)
+    for key in VOLATILE:
+        pod.get("metadata", {}).pop(key, None)
+    pod.pop("status", None)
+    return pod
+
+
+def diff(a, b, path=""):
+    """Paths where `a` and `b` differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in list(a) + [k for k in b if k not in a]:
+            out += diff(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}.{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path or ".", a, b)]
+
+
+def create_pod(api, ns, pod):
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = ns
+    stored, warnings = api.must("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", pod)
+    return clean(stored), warnings
+
+
+def injected(pod):
+    spec = pod["spec"]
+    return any(c["name"] == "tandem-install" for c in spec.get("initContainers", [])) or any(
+        v["name"] == "tandem-bin" and "image" in v for v in spec.get("volumes", []))
+
+
+def wait_injecting(api, plain, what, bound=30.0):
+    """Until `plain` comes back injected (informers take a moment)."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if injected(create_pod(api, NS, plain)[0]):
+            return True
+        time.sleep(0.5)
+    print(f"  {what}: a plain Job Pod was still not injected after {bound:.0f} s")
+    return False
+
+
+class Webhook:
+    """tandem-injector serving on loopback, registered with the API server."""
+
+    def __init__(self, api, injector, mode, dir):
+        self.api = api
+        self.log = Path(dir) / f"injector-{mode}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
+                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--install", mode],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        port = self._port()
+        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
+        docs = yaml.safe_load_all(MANIFEST.read_text())
+        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
+        config["metadata"].pop("annotations", None)
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"].get("path", "/")
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
+        self.config = config
+        k8s.create(api, config)
+
+    def _port(self, bound=10.0):
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            for line in self.log.read_text(errors="replace").splitlines():
+                if "listening on " in line:
+                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise k8s.Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
+
+    def stop(self):
+        k8s.delete(self.api, self.config)
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def policy(api, injector, mode):
+    """Applies `tandem-injector policy --install MODE`; its objects."""
+    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode],
+                          check=True, capture_output=True, text=True).stdout
+    objects = [d for d in yaml.safe_load_all(text) if d]
+    for obj in objects:
+        k8s.create(api, obj)
+    return objects
+
+
+class Run:
+    """The passes' stored Pods, and every mismatch found."""
+
+    def __init__(self, api, injector, original, workdir):
+        self.api, self.injector, self.workdir = api, injector, Path(workdir)
+        self.cases = cases(original)
+        self.plain = next(p for n, _, p in self.cases if n == "plain")
+        self.stored = {}
+        self.problems = []
+
+    def problem(self, line):
+        self.problems.append(line)
+        print(f"  MISMATCH {line}")
+
+    def pass_(self, name):
+        pods = {}
+        for case, ns, pod in self.cases:
+            pods[case], _ = create_pod(self.api, ns, pod)
+        self.stored[name] = pods
+        (self.workdir / f"{name}.json").write_text(json.dumps(pods, indent=1))
+        return pods
+
+    def untouched(self, name):
+        base = self.stored["baseline"]
+        for case in ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"]:
+            for path, a, b in diff(base[case], self.stored[name][case]):
+                self.problem(f"{name}: {case} was changed at {path}: {a!r} -> {b!r}")
+
+    def same(self, left, right):
+        """Every case's Pod from `left` equals the one from `right`."""
+        n = 0
+        for case, _, _ in self.cases:
+            found = diff(self.stored[left][case], self.stored[right][case])
+            for path, a, b in found:
+                self.problem(f"{right} vs {left}: {case}: {path}: {left} {json.dumps(a)}"
+                             f" / {right} {json.dumps(b)}")
+            n += not found
+        print(f"  {right} vs {left}: {n} of {len(self.cases)} Pods identical")
+
+    def again(self, name):
+        """Each injected Pod created again comes back as it was."""
+        for case, ns, _ in self.cases:
+            pod = copy.deepcopy(self.stored[name][case])
+            if not injected(pod):
+                continue
+            second, _ = create_pod(self.api, ns, pod)
+            for path, a, b in diff(pod, second):
+                self.problem(f"{name}: {case} changed when created again: {path}: {a!r} -> {b!r}")
+
+    def warnings(self):
+        """The ValidatingAdmissionPolicy's warning on an opted-in Job and CronJob."""
+        uploader = self.stored["baseline"]["no-command"]["spec"]["containers"][1]
+        spec = {"template": {"metadata": {"labels": {LABEL: "enabled"}}, "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "uploader", "image": uploader["image"], "args": ["--to=s3"]}]}}}
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "warned"}, "spec": spec}
+        cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "warned"},
+                "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": spec}}}
+        quiet = copy.deepcopy(job)
+        quiet["spec"]["template"]["spec"]["containers"][0]["command"] = ["/app/upload"]
+        annotated = copy.deepcopy(job)
+        annotated["spec"]["template"]["metadata"]["annotations"] = {
+            "tandem.dev/entrypoint.uploader": '["/app/upload"]'}
+        unlabelled = copy.deepcopy(job)
+        del unlabelled["spec"]["template"]["metadata"]["labels"]
+        for what, obj, ns, expect in [
+            ("Job", job, NS, True), ("CronJob", cron, NS, True),
+            ("Job in a labelled namespace", unlabelled, NS_LABELLED, True),
+            ("Job with a command", quiet, NS, False),
+            ("Job with the entrypoint annotation", annotated, NS, False),
+            ("Job not opted in", unlabelled, NS, False),
+        ]:
+            kind = "jobs" if obj["kind"] == "Job" else "cronjobs"
+            _, warnings = self.api.must(
+                "POST", f"/apis/batch/v1/namespaces/{ns}/{kind}?dryRun=All", obj)
+            ours = [w for w in warnings if "tandem: uploader has no command" in w]
+            print(f"  {what}: {'warned: ' + ours[0][:90] + '...' if ours else 'no warning'}")
+            if bool(ours) != expect:
+                self.problem(f"policy warning: {what}: expected {'a' if expect else 'no'} "
+                             f"warning, got {warnings}")
+
+    def idle(self, seconds):
+        """Reviews after the webhook's connection sat idle are answered."""
+        for wait in seconds:
+            time.sleep(wait)
+            pod, _ = create_pod(self.api, NS, self.plain)
+            ok = injected(pod)
+            print(f"  after {wait:g} s idle: {'injected' if ok else 'NOT injected'}")
+            if not ok:
+                self.problem(f"webhook: a review after {wait:g} s idle was not answered in time")
+
+    def metrics(self):
+        """The API server's counters of policy errors (a CEL error is silent)."""
+        _, _, text = self.api.call("GET", "/metrics")
+        lines = [l for l in str(text).splitlines()
+                 if "tandem-injector" in l and "admission" in l and not l.startswith("#")]
+        errors = [l for l in lines if "error" in l and not l.rstrip().endswith(" 0")]
+        for line in errors:
+            self.problem(f"policy metrics: {line}")
+        print(f"  {len(lines)} metric lines name tandem-injector, {len(errors)} count errors")
+
+
+def main(argv):
+    if len(argv) < 6:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 64
+    kube_apiserver, etcd, injector, original, workdir = argv[1:6]
+    idle = [float(s) for s in argv[6:]] or DEFAULT_IDLE
+    workdir = Path(workdir)
+    subprocess.run(["rm", "-rf", str(workdir)], check=True)
+    api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster")
+    try:
+        return run(api, injector, original, workdir, idle)
+    except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
+        print(f"e2e-apiserver: FAILED: {e}", file=sys.stderr)
+        return 2
+    finally:
+        api.stop()
+
+
+def run(api, injector, original, workdir, idle):
+    version, _ = api.must("GET", "/version")
+    print(f"kube-apiserver {version.get('gitVersion')} at {api.url}; logs in {workdir}")
+    group, _ = api.must("GET", "/apis/admissionregistration.k8s.io/v1")
+    served = {r["name"] for r in group["resources"]}
+    if "mutatingadmissionpolicies" not in served:
+        raise k8s.Failed(f"admissionregistration.k8s.io/v1 serves no mutatingadmissionpolicies: {served}")
+    for ns, labels in [(NS, {}), (NS_LABELLED, {LABEL: "enabled"})]:
+        k8s.create(api, {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": ns, "labels": labels}})
+        # No controller manager: the ServiceAccount plugin needs the account.
+        k8s.create(api, {"apiVersion": "v1", "kind": "ServiceAccount",
+                         "metadata": {"name": "default"}}, ns)
+    r = Run(api, injector, original, workdir)
+    print(f"{len(r.cases)} cases: {', '.join(n for n, _, _ in r.cases)}")
+    r.pass_("baseline")
+    for mode in ["emptydir", "image-volume"]:
+        print(f"webhook-{mode}:")
+        hook = Webhook(api, injector, mode, workdir)
+        wait_injecting(api, r.plain, f"webhook-{mode}")
+        r.pass_(f"webhook-{mode}")
+        r.untouched(f"webhook-{mode}")
+        r.again(f"webhook-{mode}")
+        if mode == "emptydir":
+            r.idle(idle)
+        hook.stop()
+
+        print(f"policy-{mode}:")
+        objects = policy(api, injector, mode)
+        wait_injecting(api, r.plain, f"policy-{mode}")
+        r.pass_(f"policy-{mode}")
+        r.untouched(f"policy-{mode}")
+        r.again(f"policy-{mode}")
+        r.same(f"webhook-{mode}", f"policy-{mode}")
+        if mode == "emptydir":
+            r.warnings()
+            print("both-emptydir:")
+            hook = Webhook(api, injector, mode, workdir)
+            time.sleep(2)
+            r.pass_("both-emptydir")
+            r.same("policy-emptydir", "both-emptydir")
+            hook.stop()
+        r.metrics()
+        for obj in reversed(objects):
+            k8s.delete(api, obj)
+        time.sleep(2)
+    print(f"e2e-apiserver: {len(r.problems)} mismatches")
+    return 1 if r.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
