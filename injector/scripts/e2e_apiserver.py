@@ -35,6 +35,7 @@ Usage: e2e_apiserver.py KUBE_APISERVER ETCD INJECTOR ORIGINAL WORKDIR [IDLE...]
 import base64
 import copy
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -71,6 +72,9 @@ def cases(original):
 
     variant("entrypoint", "no-command", lambda m: m["annotations"].update(
         {"tandem.dev/entrypoint.uploader": '["/app/upload", "--fast"]'}))
+    uploader = pods["no-command"]["spec"]["containers"][1]
+    variant("mixed-istio", "istio-classic", lambda m: None)
+    out[-1][2]["spec"]["containers"].insert(1, copy.deepcopy(uploader))
     variant("not-opted-in", "plain", lambda m: m["labels"].pop(LABEL))
     variant("opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}))
     variant("not-job-owned", "plain", lambda m: m.pop("ownerReferences"))
@@ -193,6 +197,9 @@ class Run:
         for case, ns, pod in self.cases:
             pods[case], _ = create_pod(self.api, ns, pod)
         self.stored[name] = pods
+        if name != "baseline":
+            changed = [c for c in pods if diff(self.stored["baseline"][c], pods[c])]
+            print(f"  changed by {name}: {', '.join(changed) or 'none'}")
         (self.workdir / f"{name}.json").write_text(json.dumps(pods, indent=1))
         return pods
 
@@ -250,10 +257,32 @@ class Run:
             _, warnings = self.api.must(
                 "POST", f"/apis/batch/v1/namespaces/{ns}/{kind}?dryRun=All", obj)
             ours = [w for w in warnings if "tandem: uploader has no command" in w]
+            if ours and what == "Job":
+                print(f"  the warning: {ours[0]}")
             print(f"  {what}: {'warned: ' + ours[0][:90] + '...' if ours else 'no warning'}")
             if bool(ours) != expect:
                 self.problem(f"policy warning: {what}: expected {'a' if expect else 'no'} "
                              f"warning, got {warnings}")
+        self.kubectl(job)
+
+    def kubectl(self, job):
+        """What a person sees: `kubectl create` prints the warning (if there is a kubectl)."""
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            print("  kubectl: not on PATH, not tried")
+            return
+        path = self.workdir / "warned-job.json"
+        path.write_text(json.dumps(job))
+        done = subprocess.run(
+            [kubectl, "--kubeconfig", str(self.api.kubeconfig()), "create", "--dry-run=server",
+             "-n", NS, "-f", str(path)], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            print(f"  kubectl: exit {done.returncode}, not usable here: {done.stderr.strip()[:300]}")
+            return
+        shown = [l for l in done.stderr.splitlines() if l.startswith("Warning:")]
+        print(f"  kubectl create: {shown[0][:100] + '...' if shown else 'NO warning shown'}")
+        if not any("tandem: uploader has no command" in l for l in shown):
+            self.problem(f"kubectl create of the Job showed no warning: {done.stderr.strip()}")
 
     def idle(self, seconds):
         """Reviews after the webhook's connection sat idle are answered."""
@@ -268,12 +297,16 @@ class Run:
     def metrics(self):
         """The API server's counters of policy errors (a CEL error is silent)."""
         _, _, text = self.api.call("GET", "/metrics")
+        # error_type: no_error, invalid_error (a validation that failed: the
+        # warning) or an evaluation's error (compile_error, ...).
         lines = [l for l in str(text).splitlines()
-                 if "tandem-injector" in l and "admission" in l and not l.startswith("#")]
-        errors = [l for l in lines if "error" in l and not l.rstrip().endswith(" 0")]
+                 if "admission_policy_check_total{" in l and "tandem-injector" in l]
+        errors = [l for l in lines if not any(
+            f'error_type="{ok}"' in l for ok in ["no_error", "invalid_error"])]
         for line in errors:
             self.problem(f"policy metrics: {line}")
-        print(f"  {len(lines)} metric lines name tandem-injector, {len(errors)} count errors")
+        for line in lines:
+            print(f"  {line}")
 
 
 def main(argv):
@@ -282,7 +315,7 @@ def main(argv):
         return 64
     kube_apiserver, etcd, injector, original, workdir = argv[1:6]
     idle = [float(s) for s in argv[6:]] or DEFAULT_IDLE
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()
     subprocess.run(["rm", "-rf", str(workdir)], check=True)
     api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster")
     try:
