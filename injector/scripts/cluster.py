@@ -3,7 +3,8 @@ e2e-apiserver`: etcd and a kube-apiserver the developer provides, a CA and a
 serving certificate made with openssl, a static admin token, and a small REST
 client (urllib) that keeps each answer's `Warning` headers.
 
-Nothing here builds or fetches the API server: its path is given.
+With a kube-controller-manager too, Jobs make their Pods. Nothing here builds
+or fetches the servers: their paths are given.
 """
 
 import json
@@ -59,7 +60,7 @@ def make_pki(dir):
 class Cluster:
     """etcd and kube-apiserver under `dir`, stopped by `stop()`."""
 
-    def __init__(self, kube_apiserver, etcd, dir):
+    def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None):
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.procs = []
@@ -93,6 +94,16 @@ class Cluster:
         ])
         self.ssl = ssl.create_default_context(cafile=str(d / "ca.crt"))
         self._wait_ready()
+        if kube_controller_manager:
+            # Only what turns a Job into Pods (and their service accounts).
+            config = self.kubeconfig()
+            self._start("kube-controller-manager", [
+                kube_controller_manager, f"--kubeconfig={config}",
+                "--secure-port=0", "--leader-elect=false",
+                "--controllers=job,cronjob,serviceaccount,serviceaccount-token",
+                f"--service-account-private-key-file={d / 'sa.key'}",
+                f"--root-ca-file={d / 'ca.crt'}",
+            ])
 
     def _start(self, name, argv):
         log = open(self.dir / f"{name}.log", "wb")

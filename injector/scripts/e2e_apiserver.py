@@ -29,12 +29,17 @@ It checks:
 Every mismatch is printed with the case, the JSON path and both values; it
 exits 1 if there is any, 2 on a setup failure.
 
+With KUBE_CONTROLLER_MANAGER set (in the environment), real Jobs are created
+too in the webhook and policy passes (emptydir): the Pods the Job controller
+makes must be injected, and the same in both.
+
 Usage: e2e_apiserver.py KUBE_APISERVER ETCD INJECTOR ORIGINAL WORKDIR [IDLE...]
 """
 
 import base64
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,6 +51,7 @@ import yaml
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).parent))
 import cluster as k8s  # noqa: E402
+from mesh_webhook import MeshWebhook  # noqa: E402
 
 IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
 LABEL = "tandem.dev/inject"
@@ -187,6 +193,7 @@ class Run:
         self.plain = next(p for n, _, p in self.cases if n == "plain")
         self.stored = {}
         self.problems = []
+        self.job_pods = {}
 
     def problem(self, line):
         self.problems.append(line)
@@ -284,6 +291,62 @@ class Run:
         if not any("tandem: uploader has no command" in l for l in shown):
             self.problem(f"kubectl create of the Job showed no warning: {done.stderr.strip()}")
 
+    def jobs(self, name):
+        """Real Jobs (the controller manager creates their Pods): each Pod injected,
+        the same through every pass (the token volume's random name aside)."""
+        for case in ["istio-classic", "two-jobs", "no-command"]:
+            template = copy.deepcopy(next(p for n, _, p in self.cases if n == case))
+            spec = template["spec"]
+            for c in spec["containers"] + spec.get("initContainers", []):
+                c.pop("volumeMounts", None)  # the token's: the ServiceAccount plugin adds it
+            job_name = f"{name}-{case}"
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job_name},
+                   "spec": {"backoffLimit": 0, "template": {
+                       "metadata": {"labels": {LABEL: "enabled"}},
+                       "spec": {k: spec[k] for k in ["containers", "initContainers", "restartPolicy"]
+                                if k in spec}}}}
+            self.api.must("POST", f"/apis/batch/v1/namespaces/{NS}/jobs", job)
+            pod = self.job_pod(job_name)
+            if pod is None:
+                self.problem(f"{name}: Job {job_name} made no Pod within 60 s")
+                continue
+            token = next(v["name"] for v in pod["spec"]["volumes"] if "projected" in v)
+            pod = json.loads(json.dumps(pod["spec"]).replace(token, "kube-api-access-TOKEN"))
+            state = "injected" if injected({"spec": pod}) else "NOT injected"
+            print(f"  Job {job_name}: its Pod {state}")
+            if not injected({"spec": pod}):
+                self.problem(f"{name}: the Pod of Job {job_name} was not injected")
+            first = self.job_pods.setdefault(case, (name, pod))
+            for path, a, b in diff(first[1], pod):
+                self.problem(f"Job {case}: {first[0]} vs {name}: {path}: {json.dumps(a)} / {json.dumps(b)}")
+
+    def job_pod(self, job_name, bound=60.0):
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            found, _ = self.api.must(
+                "GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=job-name%3D{job_name}")
+            if found["items"]:
+                return found["items"][0]
+            time.sleep(0.5)
+        return None
+
+    def reinvoked(self, name):
+        """A mesh's injector adds istio-proxy after tandem's change: tandem runs
+        again and the plain Pod ends as the istio-classic one did (its spec)."""
+        classic = self.stored["webhook-emptydir"]["istio-classic"]
+        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        try:
+            time.sleep(2)  # the API server's informer picks the configuration up
+            pod, _ = create_pod(self.api, NS, self.plain)
+        finally:
+            mesh.stop()
+        found = diff(classic["spec"], pod["spec"])
+        for path, a, b in found:
+            self.problem(f"{name} then a mesh's webhook: plain: .spec{path}: "
+                         f"istio-classic through the webhook {json.dumps(a)} / {json.dumps(b)}")
+        print(f"  plain, then istio-proxy added by another webhook: "
+              f"{'as istio-classic through the webhook' if not found else 'DIFFERENT'}")
+
     def idle(self, seconds):
         """Reviews after the webhook's connection sat idle are answered."""
         for wait in seconds:
@@ -317,9 +380,10 @@ def main(argv):
     idle = [float(s) for s in argv[6:]] or DEFAULT_IDLE
     workdir = Path(workdir).resolve()
     subprocess.run(["rm", "-rf", str(workdir)], check=True)
-    api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster")
+    kcm = os.environ.get("KUBE_CONTROLLER_MANAGER") or None
+    api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster", kcm)
     try:
-        return run(api, injector, original, workdir, idle)
+        return run(api, injector, original, workdir, idle, kcm)
     except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
         print(f"e2e-apiserver: FAILED: {e}", file=sys.stderr)
         return 2
@@ -327,7 +391,7 @@ def main(argv):
         api.stop()
 
 
-def run(api, injector, original, workdir, idle):
+def run(api, injector, original, workdir, idle, kcm):
     version, _ = api.must("GET", "/version")
     print(f"kube-apiserver {version.get('gitVersion')} at {api.url}; logs in {workdir}")
     group, _ = api.must("GET", "/apis/admissionregistration.k8s.io/v1")
@@ -348,7 +412,11 @@ def run(api, injector, original, workdir, idle):
         hook = Webhook(api, injector, mode, workdir)
         wait_injecting(api, r.plain, f"webhook-{mode}")
         r.pass_(f"webhook-{mode}")
+        if kcm and mode == "emptydir":
+            r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
+        if mode == "emptydir":
+            r.reinvoked(f"webhook-{mode}")
         r.again(f"webhook-{mode}")
         if mode == "emptydir":
             r.idle(idle)
@@ -358,7 +426,11 @@ def run(api, injector, original, workdir, idle):
         objects = policy(api, injector, mode)
         wait_injecting(api, r.plain, f"policy-{mode}")
         r.pass_(f"policy-{mode}")
+        if kcm and mode == "emptydir":
+            r.jobs(f"policy-{mode}")
         r.untouched(f"policy-{mode}")
+        if mode == "emptydir":
+            r.reinvoked(f"policy-{mode}")
         r.again(f"policy-{mode}")
         r.same(f"webhook-{mode}", f"policy-{mode}")
         if mode == "emptydir":
