@@ -81,6 +81,40 @@ def cases(original):
     uploader = pods["no-command"]["spec"]["containers"][1]
     variant("mixed-istio", "istio-classic", lambda m: None)
     out[-1][2]["spec"]["containers"].insert(1, copy.deepcopy(uploader))
+    job = pods["plain"]["spec"]["containers"][0]
+
+    def sidecar(name, always=False, **extra):
+        c = {"name": name, "image": "registry.example.com/sidecar:1", **extra}
+        return dict(c, restartPolicy="Always") if always else c
+
+    def several_sidecars(dapr_port):
+        def change(m):
+            spec = out[-1][2]["spec"]
+            j = copy.deepcopy(job)
+            j["env"] = [{"name": "DAPR_HTTP_PORT", "value": dapr_port}]
+            spec["containers"] = [sidecar("vault-agent"), j, sidecar("cloud-sql-proxy"),
+                                  copy.deepcopy(pods["istio-classic"]["spec"]["containers"][1])]
+            spec["initContainers"] = [sidecar("daprd", True), sidecar("linkerd-init")]
+        return change
+
+    # The unit tests' other shapes (injector/src/inject_tests.rs), built here.
+    variant("several-sidecars", "plain", lambda m: None)
+    several_sidecars("3600")(None)
+    variant("dapr-port-not-a-number", "plain", lambda m: None)
+    several_sidecars("http")(None)
+    variant("native-linkerd", "plain", lambda m: None)
+    out[-1][2]["spec"]["initContainers"] = [sidecar("linkerd-proxy", True)]
+    variant("sets-its-mesh", "istio-classic", lambda m: None)
+    out[-1][2]["spec"]["containers"][0]["env"] = [{"name": "TANDEM_MESH", "valueFrom": {
+        "configMapKeyRef": {"name": "c", "key": "k"}}}]
+    variant("runs-tandem", "plain", lambda m: None)
+    out[-1][2]["spec"]["containers"][0]["command"] = ["/usr/local/bin/tandem", "--", "/app/myjob"]
+    variant("volume-name-taken", "plain", lambda m: None)
+    out[-1][2]["spec"]["volumes"].append({"name": "tandem-bin", "emptyDir": {}})
+    variant("no-token-no-lists", "plain", lambda m: None)
+    spec = out[-1][2]["spec"]
+    spec["automountServiceAccountToken"] = False
+    del spec["volumes"], spec["containers"][0]["volumeMounts"]
     variant("not-opted-in", "plain", lambda m: m["labels"].pop(LABEL))
     variant("opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}))
     variant("not-job-owned", "plain", lambda m: m.pop("ownerReferences"))
