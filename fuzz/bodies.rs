@@ -9,8 +9,8 @@ use std::net::{Shutdown, TcpListener};
 use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
-use tandem::config::url::{HttpUrl, redact};
-use tandem::config::{boolean, duration};
+use tandem::value::url::{HttpUrl, redact};
+use tandem::value::{boolean, duration};
 use tandem::{cli, config, http, ready};
 
 /// Go's largest duration: what `parse_duration` may return at most.

@@ -12,8 +12,9 @@ use tandem_injector::install::{Install, Mode};
 
 /// Any bytes as a review body, through both routes (each with one install
 /// mode): an error is one line; an answer is a v1 review allowing the request
-/// with its uid, its patch only adds under `/spec` or replaces a `command`,
-/// applies to the Pod it came with, and a second review of the patched Pod changes nothing (reinvocation).
+/// with its uid, its patch only adds under `/spec` or the one-line annotation
+/// `tandem.dev/injection`, or replaces a `command`, applies to the Pod it came
+/// with, and a second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
     let modes = [Mode::EmptyDir, Mode::ImageVolume];
     for (scope, mode) in [Scope::Label, Scope::Namespace].into_iter().zip(modes) {
@@ -53,7 +54,19 @@ pub fn review(data: &[u8]) {
                 adds || prefixes,
                 "the injector only adds and prefixes commands: {op}"
             );
-            assert!(path.starts_with("/spec/"), "outside the Pod's spec: {op}");
+            let annotation = path == "/metadata/annotations"
+                || path == "/metadata/annotations/tandem.dev~1injection";
+            assert!(
+                path.starts_with("/spec/") || annotation,
+                "outside the Pod's spec and its tandem.dev/injection annotation: {op}"
+            );
+            if annotation {
+                let line = op["value"]
+                    .as_str()
+                    .or_else(|| op["value"]["tandem.dev/injection"].as_str())
+                    .expect("the annotation is a string");
+                assert!(!line.chars().any(char::is_control), "one line: {line:?}");
+            }
         }
         let ops: json_patch::Patch =
             serde_json::from_slice(&bytes).expect("the patch is JSONPatch");

@@ -9,9 +9,9 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::config::ForwardTo;
 use crate::event::Events;
 use crate::exit::Error;
+use crate::settings::ForwardTo;
 use crate::signals::{AppSignals, Relay};
 use crate::terminal::JobControl;
 

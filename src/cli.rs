@@ -1,105 +1,30 @@
-//! The command line (SPEC §1, §2): one lexopt loop, driven by the `options`
-//! table, turns the arguments into a raw `Cli`: the options as given, and the one
-//! `Task` they ask for. Values are validated later, in `config`, beside the
-//! variables. `help` renders `--help` and `--version`; `linkerd_await` translates
+//! The command line (SPEC §1, §2): `read` picks the usage the program name asks
+//! for, which turns the arguments into a raw `Cli` (`args`): the options as
+//! given, and the one `Task` (`task`) they ask for. Values are validated later,
+//! in `config`, beside the variables. `own` is tandem's lexopt loop, driven by
+//! the `options` table; `peers` names the peers' variables that have no option;
+//! `help` renders `--help` and `--version`; `linkerd_await` translates
 //! linkerd-await's command line into tandem's; `compose_wait` is
-//! docker-compose-wait's usage, under the name `wait`.
+//! docker-compose-wait's usage, under the name `wait`. No file here imports
+//! `cli` itself or `config`: every arrow points down.
 
+mod args;
 pub mod compose_wait;
 pub mod help;
 pub mod linkerd_await;
 pub mod options;
+mod own;
+pub mod peers;
+mod task;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config;
 use crate::exit::{self, Error};
-use crate::termination_message::Target;
-use options::{Kind, Spec};
-
-/// What tandem does, as the command line asks (SPEC §1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Task {
-    /// Wait, run COMMAND with ARGS, quit, exit with its status.
-    Run(OsString, Vec<OsString>),
-    /// `--wait-only`: wait for the sidecars, then exit; never send quits.
-    WaitOnly,
-    /// `--quit-only`: send the quit requests now, then exit 0.
-    QuitOnly,
-    /// `--install-to DIR`: copy this binary to DIR/tandem.
-    InstallTo(PathBuf),
-    /// `--help`: print the usage to stdout.
-    Help,
-    /// `--version`: print the version to stdout.
-    Version,
-    /// Neither a COMMAND nor a task option: a usage error.
-    NoCommand,
-}
-
-/// The name tandem was invoked under, where a peer's usage comes with it (SPEC §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InvokedAs {
-    /// tandem's own (any name but the two below).
-    Tandem,
-    /// `linkerd-await`: its command line, translated (`linkerd_await`).
-    LinkerdAwait,
-    /// `wait`: docker-compose-wait's usage (`compose_wait`), its 30 s default
-    /// timeout and `WAIT_COMMAND` with it.
-    Wait,
-}
-
-/// The command line as given: option values are still raw strings.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Cli {
-    /// Each option as given, in order, by its table name; flags have no value.
-    given: Vec<(&'static str, Option<OsString>)>,
-    /// What to do.
-    pub task: Task,
-    /// Under which usage the arguments were read.
-    pub invoked_as: InvokedAs,
-}
-
-impl Cli {
-    /// No options and no task: what is known when the arguments did not parse.
-    pub fn empty() -> Cli {
-        Cli {
-            given: Vec::new(),
-            task: Task::NoCommand,
-            invoked_as: InvokedAs::Tandem,
-        }
-    }
-
-    /// tandem's own command line: `given` options, then `task`.
-    fn new(given: Vec<(&'static str, Option<OsString>)>, task: Task) -> Cli {
-        Cli {
-            given,
-            task,
-            invoked_as: InvokedAs::Tandem,
-        }
-    }
-
-    /// Whether the flag `spec` was given.
-    pub fn flag(&self, spec: &Spec) -> bool {
-        self.given.iter().any(|(name, _)| *name == spec.name)
-    }
-
-    /// The value of `spec` given last, if any.
-    pub fn value(&self, spec: &Spec) -> Option<&OsString> {
-        self.values(spec).last()
-    }
-
-    /// Every value given for `spec`, in order.
-    pub fn values(&self, spec: &Spec) -> impl Iterator<Item = &OsString> {
-        let wanted = spec.name;
-        self.given
-            .iter()
-            .filter(move |(name, _)| *name == wanted)
-            .filter_map(|(_, value)| value.as_ref())
-    }
-}
+pub use args::{Cli, InvokedAs};
+pub use own::parse;
+pub use task::Task;
 
 /// Reads the process's arguments, the program name first: linkerd-await's command
 /// line or docker-compose-wait's usage when invoked by that name (SPEC §2),
@@ -109,77 +34,18 @@ pub fn read(mut args: impl Iterator<Item = OsString>) -> Result<Cli, Error> {
     if linkerd_await::invoked_as(argv0.as_deref()) {
         linkerd_await::parse(args)
     } else if compose_wait::invoked_as(argv0.as_deref()) {
-        compose_wait::parse(args, &config::env)
+        compose_wait::parse(args, &|name| std::env::var_os(name))
     } else {
         parse(args)
     }
 }
 
-/// Neither a COMMAND nor a task option: the error, told as any failure is (to
-/// the termination message `told`), then the usage on stderr; exit 64 (SPEC §1).
-pub fn no_command(told: &Target) -> ExitCode {
-    let exit = exit::fail(&Error::Usage("no COMMAND given (try --help)".into()), told);
+/// Neither a COMMAND nor a task option: the error, told as any failure is (in
+/// the termination message too), then the usage on stderr; exit 64 (SPEC §1).
+pub fn no_command() -> ExitCode {
+    let exit = exit::fail(Error::Usage("no COMMAND given (try --help)".into()));
     let _ = std::io::stderr().write_all(help::help().as_bytes());
     exit
-}
-
-/// Parses the arguments after the program name (SPEC §1).
-pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
-    parse_lexopt(lexopt::Parser::from_args(args)).map_err(|e| Error::Usage(e.to_string()))
-}
-
-fn parse_lexopt(mut parser: lexopt::Parser) -> Result<Cli, lexopt::Error> {
-    use lexopt::prelude::*;
-    let mut given = Vec::new();
-    // The task option given so far, by name: only one is allowed.
-    let mut chosen: Option<(&'static str, Task)> = None;
-    while let Some(arg) = parser.next()? {
-        let spec = match &arg {
-            Long(name) => options::find_long(name),
-            Short(letter) => options::find_short(*letter),
-            Value(_) => None,
-        };
-        match (arg, spec) {
-            (Value(command), _) => {
-                // The first free argument starts COMMAND; the rest belongs to it untouched.
-                let args: Vec<OsString> = parser.raw_args()?.collect();
-                if let Some((name, _)) = chosen {
-                    let command = command.to_string_lossy();
-                    return Err(format!("{name} takes no COMMAND, got {command:?}").into());
-                }
-                let task = Task::Run(command, args);
-                return Ok(Cli::new(given, task));
-            }
-            (_, Some(spec)) => match spec.kind {
-                Kind::Flag => given.push((spec.name, None)),
-                Kind::Value | Kind::Repeated => given.push((spec.name, Some(parser.value()?))),
-                Kind::Task(row) => match task(row, &mut parser)? {
-                    // Help and version win over everything, even what follows.
-                    task @ (Task::Help | Task::Version) => {
-                        return Ok(Cli::new(given, task));
-                    }
-                    task => {
-                        if let Some((previous, _)) = chosen {
-                            let name = spec.name;
-                            return Err(format!("{name} cannot be combined with {previous}").into());
-                        }
-                        chosen = Some((spec.name, task));
-                    }
-                },
-            },
-            (arg, None) => return Err(arg.unexpected()),
-        }
-    }
-    let task = chosen.map_or(Task::NoCommand, |(_, task)| task);
-    Ok(Cli::new(given, task))
-}
-
-/// The task of a task option's `row`, with its value where it takes one.
-fn task(row: &Task, parser: &mut lexopt::Parser) -> Result<Task, lexopt::Error> {
-    Ok(match row {
-        Task::InstallTo(_) => Task::InstallTo(PathBuf::from(parser.value()?)),
-        other => other.clone(),
-    })
 }
 
 #[cfg(test)]

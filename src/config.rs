@@ -5,37 +5,32 @@
 //!
 //! Each setting is read through its row of the option table (`cli::options`) by
 //! `sources`, which also shapes every bad-value message; `endpoints` gathers the
-//! sidecar URLs and fills in the `presets` (`--mesh`); `job_containers` the three
-//! settings of several job containers; `peers` holds the peers' variables that
-//! have no option; `typos` the `TANDEM_` variables tandem does not
-//! know. Each kind of value has its file: `duration`, `boolean`, `url`, `list`.
+//! sidecar URLs and fills in the `--mesh` presets (`sidecars`); `job_containers` the three
+//! settings of several job containers; `peers` reads the peers' variables that
+//! have no option (`cli::peers` names them); `typos` the `TANDEM_` variables
+//! tandem does not know. The values' own parsers are below, in `value`; the
+//! validated types the phases read, in `settings`.
 
-pub mod boolean;
 mod check;
-pub mod duration;
 mod endpoints;
 mod job_containers;
-pub mod list;
-pub mod peers;
-pub mod presets;
-mod settings;
+mod peers;
 mod sources;
 mod typos;
-pub mod url;
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use log::LevelFilter;
 
+use crate::cli::peers::LINKERD_DISABLED;
 use crate::cli::{Cli, options};
-use crate::exit::Error;
+use crate::exit::{Error, invalid};
 use crate::logger::{self, Format};
+use crate::settings::{Config, ForwardTo, QuitConfig, ReadyConfig};
 use crate::termination_message;
+use crate::value::duration;
 use endpoints::Endpoints;
-pub use job_containers::JobContainers;
-pub use settings::{Check, Config, ForwardTo, PkillFallback, QuitConfig, ReadyConfig};
-pub(crate) use sources::invalid;
 use sources::{Sources, parse_with};
 
 /// Default bound on the whole quit phase.
@@ -51,17 +46,18 @@ const DEFAULT_POLL_MAX: Duration = Duration::from_millis(85);
 const FAIL_TIMEOUT_SETTING: &str = "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT";
 
 /// The process's environment, as `read` and the hints look variables up.
-pub fn env(name: &str) -> Option<OsString> {
+fn env(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
 /// The configuration of this process, from `cli` and the environment, with the
-/// log set up by it (until then, errors are logged in the format asked for); the
-/// start-up warnings follow (SPEC §2, §8).
+/// log and the termination message set up by it (until then, errors are logged
+/// in the format asked for); the start-up warnings follow (SPEC §2, §7, §8).
 pub fn read(cli: &Cli) -> Result<Config, Error> {
     logger::set(LevelFilter::Info, log_format_hint(cli, &env));
     let cfg = build(cli, &env)?;
     logger::set(cfg.log_level, cfg.log_format);
+    termination_message::set(cfg.termination_log.clone());
     let names = std::env::vars_os().map(|(name, _)| name);
     for warning in cfg.warnings.iter().cloned().chain(typos::warnings(names)) {
         log::warn!("{warning}");
@@ -82,10 +78,16 @@ pub fn log_format_hint(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> For
         .unwrap_or(Format::Text)
 }
 
+/// Tells failures before (or of) the configuration where the termination log is
+/// configured, or at the default where it is missing or invalid (SPEC §7).
+/// Without a command line (it did not parse) only the variable counts.
+pub fn tell_failures_early(cli: Option<&Cli>) {
+    termination_message::set(termination_log_hint(cli, &env));
+}
+
 /// The termination log as configured, or the default where it is missing or
-/// invalid, for failures before (or of) the configuration. Without a command
-/// line (it did not parse) only the variable counts.
-pub fn termination_log_hint(
+/// invalid; only the variable without a command line.
+fn termination_log_hint(
     cli: Option<&Cli>,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> termination_message::Target {
@@ -128,7 +130,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let mut quit = quit_config(&src, endpoints, quit_timeout)?;
     let warnings = peers::no_effect_warnings(&src)?;
     // linkerd-await's switch: run the app as if tandem were not there.
-    let disabled = src.var(peers::LINKERD_DISABLED)?;
+    let disabled = src.var(LINKERD_DISABLED)?;
     if disabled.is_some() {
         checks.clear();
         quit = QuitConfig {

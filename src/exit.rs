@@ -7,7 +7,7 @@ use std::fmt;
 use std::io;
 use std::process::ExitCode;
 
-use crate::termination_message::{self, Target};
+use crate::termination_message;
 use log::Level;
 
 /// Bad usage or configuration (sysexits `EX_USAGE`).
@@ -63,6 +63,12 @@ impl fmt::Display for Error {
             Error::Io(what, e) => write!(f, "{what}: {e}"),
         }
     }
+}
+
+/// A bad value of a setting, in the one shape of every such line (SPEC §2):
+/// `name` is the option or variable, `expected` what would have been valid.
+pub fn invalid(name: &str, value: &str, expected: &str) -> Error {
+    Error::Usage(format!("invalid {name} {value:?}: expected {expected}"))
 }
 
 /// How a run (or a `--wait-only` wait) ended.
@@ -141,25 +147,25 @@ impl Outcome {
     }
 }
 
-/// The failure path before a run: logs `e`, writes it to the termination message
-/// `told` (SPEC §7), and gives its exit status.
-pub fn fail(e: &Error, told: &Target) -> ExitCode {
+/// The failure path before a run: logs `e`, tells it in the termination message
+/// (SPEC §7), and gives its exit status.
+pub fn fail(e: Error) -> ExitCode {
     let line = e.to_string();
     log::error!("{line}");
-    termination_message::write(told, &line);
+    termination_message::tell(&line);
     ExitCode::from(e.exit_code())
 }
 
 /// The end of a configured task: tells why tandem ended the run, if it was for a
-/// reason of its own or a sidecar quit failed, to `told` (SPEC §7), and gives the
+/// reason of its own or a sidecar quit failed, in the termination message (SPEC §7), and gives the
 /// exit status. When the app itself ran and failed nothing is told, even a failed
 /// quit: with `terminationMessagePolicy: FallbackToLogsOnError` kubelet then shows
 /// the log's tail, the app's last lines and tandem's error line, which a message
 /// would hide.
-pub fn finish(outcome: &Outcome, quit_failed: Option<String>, told: &Target) -> ExitCode {
+pub fn finish(outcome: &Outcome, quit_failed: Option<String>) -> ExitCode {
     let quit_failed = quit_failed.filter(|_| !outcome.app_failed());
     if let Some(why) = termination_message::message(outcome.reason(), quit_failed) {
-        termination_message::write(told, &why);
+        termination_message::tell(&why);
     }
     ExitCode::from(outcome.status())
 }

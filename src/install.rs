@@ -9,15 +9,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::exit::{self, Error};
-use crate::termination_message::Target;
 
 /// Copies the running executable to `dir/tandem`; a failure exits 73 and is told
-/// to the termination message `told` (SPEC §1, §7).
-pub fn install_to(dir: &Path, told: &Target) -> ExitCode {
-    match copy_to(dir) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => exit::fail(&e, told),
-    }
+/// in the termination message (SPEC §1, §7).
+pub fn install_to(dir: &Path) -> ExitCode {
+    copy_to(dir).map_or_else(exit::fail, |()| ExitCode::SUCCESS)
 }
 
 /// Copies the running executable to `dir/tandem`, mode 0755.

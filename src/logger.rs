@@ -11,7 +11,7 @@ use log::kv::{self, Key, Source, Value, VisitSource};
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
 use crate::clock;
-use crate::config::{boolean, url};
+use crate::value::{boolean, url};
 
 /// Shape of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,11 +4,11 @@
 use std::process::ExitCode;
 
 use tandem::cli::{self, Cli, Task, help};
-use tandem::config::{self, Config};
+use tandem::config;
 use tandem::event::{self, Channel};
-use tandem::exit::{self, Outcome};
+use tandem::exit::{self, Error, Outcome};
+use tandem::settings::Config;
 use tandem::signals::{self, Relay};
-use tandem::termination_message::Target;
 use tandem::{child, install, logger, quit, ready, reap};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
@@ -24,31 +24,31 @@ fn main() -> ExitCode {
 /// failure that ended tandem before the task did, already logged and told.
 fn lifecycle() -> Result<ExitCode, ExitCode> {
     logger::init();
-    // Where a failure is told (SPEC §7): the variable's until the options are read.
-    let mut told = config::termination_log_hint(None, &config::env);
-    let cli = cli::read(std::env::args_os()).map_err(|e| exit::fail(&e, &told))?;
-    told = config::termination_log_hint(Some(&cli), &config::env);
+    let cli = cli::read(std::env::args_os());
+    // Where a failure is told (SPEC §7), until the configuration says for sure.
+    config::tell_failures_early(cli.as_ref().ok());
+    let cli = cli.map_err(exit::fail)?;
     match &cli.task {
         // Done at once: nothing else is read, contacted or started.
         Task::Help => Ok(help::print(&help::help())),
         Task::Version => Ok(help::print(&help::version())),
-        Task::InstallTo(dir) => Ok(install::install_to(dir, &told)),
-        Task::NoCommand => Ok(cli::no_command(&told)),
+        Task::InstallTo(dir) => Ok(install::install_to(dir)),
+        Task::NoCommand => Ok(cli::no_command()),
         Task::WaitOnly => {
-            let Started(cfg, _relay, channel) = start(&cli, &mut told)?;
+            let Started(cfg, _relay, channel) = start(&cli).map_err(exit::fail)?;
             let end = ready::wait_only(&cfg.ready, &channel);
-            Ok(exit::finish(&end, None, &told))
+            Ok(exit::finish(&end, None))
         }
         Task::QuitOnly => {
-            let Started(cfg, _relay, channel) = start(&cli, &mut told)?;
+            let Started(cfg, _relay, channel) = start(&cli).map_err(exit::fail)?;
             let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel);
-            Ok(exit::finish(&Outcome::Exited(0), quit_failed, &told))
+            Ok(exit::finish(&Outcome::Exited(0), quit_failed))
         }
         // Wait → run → quit → the app's status (SPEC §3–§5).
         Task::Run(cmd, args) => {
-            let Started(cfg, relay, channel) = start(&cli, &mut told)?;
+            let Started(cfg, relay, channel) = start(&cli).map_err(exit::fail)?;
             reap::become_subreaper();
-            let outcome = match ready::wait(&cfg.ready, &channel, true) {
+            let outcome = match ready::wait(&cfg.ready, &channel) {
                 Err(end) => end,
                 Ok(()) => child::start(cmd, args, &relay, &channel.events, cfg.forward_to)
                     .and_then(|(pid, job)| reap::wait_for(pid, &relay, job))
@@ -56,7 +56,7 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
             };
             outcome.log(cfg.has_sidecars());
             let quit_failed = quit::after(&cfg.quit, &outcome, &channel);
-            Ok(exit::finish(&outcome, quit_failed, &told))
+            Ok(exit::finish(&outcome, quit_failed))
         }
     }
 }
@@ -64,17 +64,16 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
 /// What every task but the answers needs: the configuration, the relay, its channel.
 struct Started(Config, Relay, Channel);
 
-/// Reads the configuration (the log set up by it, failures told where it says from
-/// now on) and starts the relay (SPEC §2, §4).
-fn start(cli: &Cli, told: &mut Target) -> Result<Started, ExitCode> {
+/// Reads the configuration (the log and the termination message set up by it)
+/// and starts the relay (SPEC §2, §4).
+fn start(cli: &Cli) -> Result<Started, Error> {
     // Handlers first, before any thread or child exists: the mask and dispositions
     // set there are what every later thread and the app inherit.
-    let signals = signals::register().map_err(|e| exit::fail(&e, told))?;
-    let cfg = config::read(cli).map_err(|e| exit::fail(&e, told))?;
-    *told = cfg.termination_log.clone();
-    quit::prepare(&cfg.quit, &cli.task).map_err(|e| exit::fail(&e, told))?;
+    let signals = signals::register()?;
+    let cfg = config::read(cli)?;
+    quit::prepare(&cfg.quit, cli.task.sends_quits())?;
     let channel = event::channel();
     // The relay thread lives as long as the process: a handler may write until the end.
-    let relay = Relay::start(signals, channel.sender.clone()).map_err(|e| exit::fail(&e, told))?;
+    let relay = Relay::start(signals, channel.sender.clone())?;
     Ok(Started(cfg, relay, channel))
 }

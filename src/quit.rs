@@ -15,38 +15,25 @@ mod sidecar;
 
 use std::time::{Duration, Instant};
 
-use crate::cli::Task;
-use crate::config::{PkillFallback, QuitConfig};
 use crate::event::Channel;
 use crate::exit::{Error, Outcome};
 use crate::http;
+use crate::settings::{PkillFallback, QuitConfig};
 use crate::siblings::{self, Turn};
+use crate::value::url::HttpUrl;
 use fanout::Fanout;
-use sidecar::stop_sidecar_by;
+use sidecar::{SidecarStop, stop_sidecar_by};
 
 /// Port of Envoy's admin inside Istio: never quit through it (pilot-agent restarts Envoy).
 const ISTIO_ENVOY_ADMIN_PORT: u16 = 15000;
 /// pilot-agent's port, which does take `/quitquitquit`.
 const PILOT_AGENT_PORT: u16 = 15020;
 
-/// How Istio/Envoy gets stopped (SPEC §5.2, first match wins).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum SidecarStop {
-    /// POST to pilot-agent (`ISTIO_QUIT_API`, the istio preset, or 15000 → 15020);
-    /// if it cannot connect, SIGINT a visible pilot-agent.
-    PilotAgent(String),
-    /// POST `ENVOY_KILL_API` as given.
-    EnvoyKill(String),
-    /// SIGINT a visible pilot-agent (Istio with its admin on another port), else
-    /// POST this plain Envoy admin's `/quitquitquit`.
-    SignalElseAdmin(String),
-}
-
 /// What the quit phase will do.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct QuitPlan {
     /// Generic endpoints, POSTed concurrently first.
-    pub generic: Vec<String>,
+    pub generic: Vec<HttpUrl>,
     /// Istio/Envoy, stopped after them.
     pub sidecar: Option<SidecarStop>,
     /// Why Istio/Envoy or everything is left running, for the log.
@@ -73,13 +60,13 @@ pub fn after(q: &QuitConfig, outcome: &Outcome, channel: &Channel) -> Option<Str
 
 /// What the quit phase needs before anything else starts: the settings that have
 /// no effect said once, and with several job containers, this container's place
-/// in the shared directory for the tasks that send quits (a failure to take it is
+/// in the shared directory when this task `sends_quits` (a failure to take it is
 /// a bad value, SPEC §9). `--wait-only` takes no place: it ends without
 /// recording, and would count as a container that vanished.
-pub fn prepare(q: &QuitConfig, task: &Task) -> Result<(), Error> {
+pub fn prepare(q: &QuitConfig, sends_quits: bool) -> Result<(), Error> {
     warn_about_ignored(q);
-    match (&q.job_containers, task) {
-        (Some(jobs), Task::Run(..) | Task::QuitOnly) => siblings::join(jobs),
+    match &q.job_containers {
+        Some(jobs) if sends_quits => siblings::join(jobs),
         _ => Ok(()),
     }
 }
@@ -111,7 +98,7 @@ fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
             ..QuitPlan::default()
         };
     }
-    let generic = q.generic.iter().map(|u| u.raw.clone()).collect();
+    let generic = q.generic.clone();
     // Without an admin URL only the istio preset can enable this, and its URL is loopback.
     let local = q.admin.as_ref().is_none_or(|a| a.is_local());
     let (sidecar, kept) = if !q.envoy_configured {
@@ -133,18 +120,18 @@ fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
         )
     } else if let Some(istio) = &q.istio_quit {
         (
-            Some(SidecarStop::PilotAgent(istio.join("/quitquitquit"))),
+            Some(SidecarStop::PilotAgent(istio.joined("/quitquitquit"))),
             None,
         )
     } else if let Some(kill) = &q.envoy_quit {
-        (Some(SidecarStop::EnvoyKill(kill.raw.clone())), None)
+        (Some(SidecarStop::EnvoyKill(kill.clone())), None)
     } else if let Some(admin) = &q.admin {
         if admin.port == ISTIO_ENVOY_ADMIN_PORT {
-            let pilot = format!("{}/quitquitquit", admin.with_port(PILOT_AGENT_PORT));
+            let pilot = admin.on_port(PILOT_AGENT_PORT).joined("/quitquitquit");
             (Some(SidecarStop::PilotAgent(pilot)), None)
         } else {
             (
-                Some(SidecarStop::SignalElseAdmin(admin.join("/quitquitquit"))),
+                Some(SidecarStop::SignalElseAdmin(admin.joined("/quitquitquit"))),
                 None,
             )
         }
@@ -187,8 +174,6 @@ mod tests {
     use std::collections::HashMap;
     use std::ffi::OsString;
 
-    use crate::config::url::HttpUrl;
-
     const GENERIC: &str = "http://127.0.0.1:8080/quit";
 
     /// A fake environment: variable names and values.
@@ -204,16 +189,25 @@ mod tests {
             .quit
     }
 
+    fn parsed(url: &str) -> HttpUrl {
+        HttpUrl::parse(url).unwrap()
+    }
+
     fn pilot(url: &str) -> Option<SidecarStop> {
-        Some(SidecarStop::PilotAgent(url.to_string()))
+        Some(SidecarStop::PilotAgent(parsed(url)))
     }
 
     fn envoy_kill(url: &str) -> Option<SidecarStop> {
-        Some(SidecarStop::EnvoyKill(url.to_string()))
+        Some(SidecarStop::EnvoyKill(parsed(url)))
     }
 
     fn signal_else_admin(url: &str) -> Option<SidecarStop> {
-        Some(SidecarStop::SignalElseAdmin(url.to_string()))
+        Some(SidecarStop::SignalElseAdmin(parsed(url)))
+    }
+
+    /// The generic URLs of a plan, as given.
+    fn generic(p: &QuitPlan) -> Vec<&str> {
+        p.generic.iter().map(|u| u.raw.as_str()).collect()
     }
 
     #[test]
@@ -234,7 +228,7 @@ mod tests {
             let mut env = env.to_vec();
             env.push(("GENERIC_QUIT_ENDPOINTS", GENERIC));
             let p = plan(&quit_config(args, &env), *failed);
-            assert_eq!(p.generic, [GENERIC], "{args} {env:?} failed={failed}");
+            assert_eq!(generic(&p), [GENERIC], "{args} {env:?} failed={failed}");
         }
     }
 
@@ -246,7 +240,7 @@ mod tests {
         );
         let p = plan(&q, false);
         assert_eq!(
-            p.generic,
+            generic(&p),
             [
                 "http://127.0.0.1:1/a",
                 "http://127.0.0.1:2/b",
@@ -269,7 +263,7 @@ mod tests {
             assert!(failed.kept.is_some(), "{args}");
 
             let succeeded = plan(&q, false);
-            assert!(succeeded.generic.contains(&GENERIC.to_string()), "{args}");
+            assert!(generic(&succeeded).contains(&GENERIC), "{args}");
             assert!(succeeded.sidecar.is_some(), "{args}");
             assert_eq!(succeeded.kept, None, "{args}");
         }
@@ -426,14 +420,14 @@ mod tests {
     #[test]
     fn presets_combine_generic_quits_with_the_istio_quit() {
         let p = plan(&quit_config("--mesh istio,cloudsql", &[]), false);
-        assert_eq!(p.generic, ["http://127.0.0.1:9091/quitquitquit"]);
+        assert_eq!(generic(&p), ["http://127.0.0.1:9091/quitquitquit"]);
         assert_eq!(p.sidecar, pilot("http://127.0.0.1:15020/quitquitquit"));
     }
 
     #[test]
     fn istio_quit_without_an_admin_url_counts_as_local() {
         let q = QuitConfig {
-            istio_quit: Some(HttpUrl::parse("http://127.0.0.1:15020").unwrap()),
+            istio_quit: Some(parsed("http://127.0.0.1:15020")),
             envoy_configured: true,
             ..QuitConfig::default()
         };

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Instant;
 
-use crate::config::ReadyConfig;
-use crate::config::duration;
 use crate::deadline;
 use crate::event::{Channel, Event, Events, Sender};
 use crate::exit::Outcome;
+use crate::settings::ReadyConfig;
 use crate::signals::TERMINATING;
+use crate::value::duration;
 use poller::poll_until_ready;
 
 /// How the wait ended.
@@ -33,12 +33,25 @@ enum WaitEnd {
     Interrupted(i32),
 }
 
-/// Waits for the sidecars as `cfg` says (SPEC §3): `Ok` when the app (or the
-/// caller) may go on, ready or after `--wait-timeout`; else how the run ends,
-/// logged here. `app_follows` only words the `--fail-timeout` line.
+/// Waits for the sidecars before the app starts, as `cfg` says (SPEC §3): `Ok`
+/// when the app may start, ready or after `--wait-timeout`; else how the run
+/// ends, logged here.
 ///
 /// `channel` carries signals from the relay; its sender is lent to the poller.
-pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(), Outcome> {
+pub fn wait(cfg: &ReadyConfig, channel: &Channel) -> Result<(), Outcome> {
+    wait_then(cfg, channel, true)
+}
+
+/// `--wait-only` (SPEC §1): the same wait, with nothing to start after it; done
+/// (exit 0) when ready or after `--wait-timeout`.
+pub fn wait_only(cfg: &ReadyConfig, channel: &Channel) -> Outcome {
+    wait_then(cfg, channel, false)
+        .err()
+        .unwrap_or(Outcome::Exited(0))
+}
+
+/// The wait of both; `app_follows` only words the `--fail-timeout` line.
+fn wait_then(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(), Outcome> {
     if cfg.checks.is_empty() {
         return Ok(());
     }
@@ -75,14 +88,6 @@ pub fn wait(cfg: &ReadyConfig, channel: &Channel, app_follows: bool) -> Result<(
         }
         WaitEnd::Interrupted(sig) => Err(Outcome::Interrupted(sig)),
     }
-}
-
-/// `--wait-only` (SPEC §1): the same wait, with nothing to start after it; done
-/// (exit 0) when ready or after `--wait-timeout`.
-pub fn wait_only(cfg: &ReadyConfig, channel: &Channel) -> Outcome {
-    wait(cfg, channel, false)
-        .err()
-        .unwrap_or(Outcome::Exited(0))
 }
 
 /// Polls until every check passes or the wait is cut short.

@@ -25,16 +25,12 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, ErrorKind, Write};
 use std::sync::OnceLock;
 
-use crate::config::{JobContainers, invalid};
 use crate::event::Channel;
-use crate::exit::Error;
-use files::{enter, lock_dir};
+use crate::exit::{Error, invalid};
+use crate::settings::JobContainers;
+use files::{CLAIMED, enter, lock_dir};
 use watch::{Arrivals, Woken};
 
-/// The lock every tandem takes to record and decide.
-const DIR_LOCK: &str = "tandem.lock";
-/// Made by the one tandem that decides the quits; holds its container's name.
-const CLAIMED: &str = "quit.claimed";
 /// What a `.done` file says when the container's app failed.
 const FAILED: &[u8] = b"failed\n";
 /// What a `.done` file says when the container's app succeeded.

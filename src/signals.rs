@@ -13,7 +13,9 @@
 //!   and SIGSYS. Sent with `kill` they are relayed; raised by a real fault inside
 //!   tandem (or by its own abort) they take their default effect.
 //! - `origin`: who raised a signal, from its `siginfo_t`.
-//! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks.
+//! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks,
+//!   and what the app gets back (`AppSignals`).
+//! - `which`: the signals relayed, those that end the wait, the fatal ones.
 //! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
 //!   registry would otherwise chain to.
 
@@ -21,8 +23,8 @@ mod disposition;
 mod fatal;
 mod origin;
 mod relay;
+mod which;
 
-use std::io;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
@@ -32,104 +34,10 @@ use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 use crate::exit::Error;
 use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
-pub use relay::Relay;
-
-/// Signals that end the wait for readiness (SPEC §3).
-pub const TERMINATING: [i32; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
-
-/// Signals tandem dies of when it raised them itself: the ones the kernel raises
-/// for a fault in the running code, and SIGABRT. Another process's are relayed.
-const FATAL: [i32; 7] = [
-    libc::SIGILL,
-    libc::SIGTRAP,
-    libc::SIGABRT,
-    libc::SIGBUS,
-    libc::SIGFPE,
-    libc::SIGSEGV,
-    libc::SIGSYS,
-];
-
-/// Every signal tandem relays: all catchable ones except SIGCHLD (it only means
-/// "reap") and SIGTTIN/SIGTTOU (ignored, so tandem never stops).
-pub fn relayed() -> impl Iterator<Item = i32> + Clone {
-    STANDARD.into_iter().chain(realtime())
-}
-
-/// The relayed signals below SIGRTMIN.
-const STANDARD: [i32; 26] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGILL,
-    libc::SIGTRAP,
-    libc::SIGABRT,
-    libc::SIGBUS,
-    libc::SIGFPE,
-    libc::SIGUSR1,
-    libc::SIGSEGV,
-    libc::SIGUSR2,
-    libc::SIGPIPE,
-    libc::SIGALRM,
-    libc::SIGTERM,
-    libc::SIGSTKFLT,
-    libc::SIGCONT,
-    libc::SIGTSTP,
-    libc::SIGURG,
-    libc::SIGXCPU,
-    libc::SIGXFSZ,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
-    libc::SIGWINCH,
-    libc::SIGIO,
-    libc::SIGPWR,
-    libc::SIGSYS,
-];
-
-/// The real-time signals the C library leaves to programs, all relayed.
-fn realtime() -> std::ops::RangeInclusive<i32> {
-    libc::SIGRTMIN()..=libc::SIGRTMAX()
-}
-
-/// The handlers are installed; the relay thread reads what they deliver.
-pub struct Signals {
-    /// signal-hook's delivery of every relayed signal but the fatal ones.
-    delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
-    /// What the app starts with.
-    app: AppSignals,
-}
-
-/// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
-/// SIGTTOU, which tandem ignores for itself, and SIGCHLD and SIGPIPE, which
-/// tandem (or std) gives their default, get back their inherited disposition.
-/// (The mask is emptied in the app: the main thread that forks it blocks what
-/// the relay takes, see `Relay::start`.)
-#[derive(Debug, Clone, Copy)]
-pub struct AppSignals {
-    /// The signals tandem's parent left ignored.
-    ignored: Ignored,
-}
-
-impl AppSignals {
-    /// In the app, between fork and exec (after std's own SIGPIPE reset): the
-    /// dispositions as tandem's parent left them, and no signal blocked.
-    /// Async-signal-safe. The handlers need nothing: exec gives each its default.
-    pub fn in_child(&self) -> io::Result<()> {
-        // (signal, whether it is ignored here)
-        let here = [
-            (libc::SIGTTIN, true),
-            (libc::SIGTTOU, true),
-            (libc::SIGCHLD, false),
-            (libc::SIGPIPE, false),
-        ];
-        for (sig, ignored_here) in here {
-            let wanted = self.ignored.contains(sig);
-            if wanted != ignored_here {
-                set_ignored(sig, wanted)?;
-            }
-        }
-        set_mask_empty()
-    }
-}
+pub use disposition::AppSignals;
+pub use relay::{Relay, Signals};
+use which::FATAL;
+pub use which::{TERMINATING, relayed};
 
 /// Records the signals tandem's parent left ignored and keeps std's SIGSEGV and
 /// SIGBUS handlers out, before Rust's runtime starts: the `.init_array` entry of

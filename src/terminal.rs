@@ -20,6 +20,8 @@
 
 use std::io::IsTerminal;
 
+use crate::kill;
+
 /// tandem runs on its controlling terminal: job control for the app is its job.
 #[derive(Debug, Clone, Copy)]
 pub struct JobControl {
@@ -69,10 +71,11 @@ impl JobControl {
                 "the app was stopped by signal {sig}; as PID 1 there is no shell to resume it: resuming it now"
             );
             // The app is unreaped (see the invariants): its group is still its own.
-            send(-app, libc::SIGCONT);
+            // A failure has nothing to undo.
+            let _ = kill::send(-app, libc::SIGCONT);
         } else {
             log::debug!("the app was stopped by signal {sig}; stopping too");
-            send(me, libc::SIGSTOP);
+            let _ = kill::send(me, libc::SIGSTOP);
         }
     }
 }
@@ -100,10 +103,4 @@ fn owns_terminal() -> bool {
 fn own_pid() -> libc::pid_t {
     // A pid always fits: the kernel's are at most 2^22.
     libc::pid_t::try_from(std::process::id()).unwrap_or(libc::pid_t::MAX)
-}
-
-/// Sends `sig` to `pid` (a group when negative); a failure has nothing to undo.
-fn send(pid: libc::pid_t, sig: i32) {
-    // SAFETY: kill takes plain integers; callers name only unreaped pids or tandem.
-    unsafe { libc::kill(pid, sig) };
 }

@@ -1,10 +1,14 @@
 //! The termination message (SPEC §7): when tandem ends a run for a reason of its
 //! own (`exit::Outcome::reason`), one line saying why goes to the file Kubernetes
 //! shows in `kubectl describe pod` and the Job's status, after the logs may be gone.
+//!
+//! Where it goes is set as the log's format is, as soon as it is known (`set`),
+//! so whoever tells a failure (`tell`) needs nothing passed down to it.
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 /// Where Kubernetes mounts the termination message file in every container.
 const KUBERNETES_PATH: &str = "/dev/termination-log";
@@ -21,6 +25,23 @@ pub enum Target {
     Path(PathBuf),
     /// Nowhere (`off`).
     Off,
+}
+
+/// Where `tell` writes: Kubernetes' file until `set` says otherwise.
+static TARGET: Mutex<Target> = Mutex::new(Target::Kubernetes);
+
+/// Sets where the termination message goes from now on.
+pub fn set(target: Target) {
+    *TARGET.lock().unwrap_or_else(PoisonError::into_inner) = target;
+}
+
+/// Writes `message` as one line where `set` said last (see [`write`]).
+pub fn tell(message: &str) {
+    let target = TARGET
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    write(&target, message);
 }
 
 /// Parses `--termination-log`/`TANDEM_TERMINATION_LOG`: `off` or a path.
@@ -48,7 +69,7 @@ pub fn message(reason: Option<String>, quit_failed: Option<String>) -> Option<St
 /// Writes `message` as one line to `target`, unless the file already has
 /// content (the app's own message wins) or cannot be written (nothing to do
 /// about it then but say so at debug: the exit status still tells the story).
-pub fn write(target: &Target, message: &str) {
+fn write(target: &Target, message: &str) {
     let (path, create) = match target {
         Target::Off => return,
         Target::Kubernetes => (PathBuf::from(KUBERNETES_PATH), false),
@@ -74,7 +95,7 @@ pub fn write(target: &Target, message: &str) {
 /// `message` as one line of at most 4 KiB: newlines become blanks, URLs lose
 /// their `user:password@`, and a long one is cut at a character boundary.
 fn one_line(message: &str) -> String {
-    let mut line: String = crate::config::url::redact(message)
+    let mut line: String = crate::value::url::redact(message)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();

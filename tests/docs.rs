@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 use tandem::cli::help::HELP_WIDTH;
 use tandem::cli::options::OPTIONS;
-use tandem::config::peers;
+use tandem::cli::peers;
 
 /// The configuration reference: every option and variable (the README has a summary).
 const CONFIGURATION: &str = "docs/configuration.md";

@@ -19,6 +19,8 @@ mod idle;
 mod init;
 /// The readiness kinds beside HTTP: tcp://, unix://, file:// against real ones (SPEC §3).
 mod kinds;
+/// ARCHITECTURE.md's layout: imports in src/ point one way, phases never reach up.
+mod layout;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).

@@ -6,6 +6,9 @@
 //!   new connection each). Goal: p99 ≤ 5 ms.
 //! - Peak RSS (VmHWM) of the injector while 100 clients each send a review at
 //!   the same moment, several rounds. Goal: ≤ 10 MiB.
+//! - Reviews during a drain: after SIGTERM, clients keep sending reviews (each
+//!   on a new connection, as the injector closes each after its answer while
+//!   draining) until shortly before the drain ends. Goal: every one answered.
 //!
 //! The review is the largest of the test cases (two job containers and
 //! istio-proxy). It measures the static musl build when INJECTOR_BENCH_BIN names
@@ -31,6 +34,8 @@ const CONCURRENT: usize = 100;
 const ROUNDS: usize = 5;
 const P99_GOAL: Duration = Duration::from_millis(5);
 const RSS_GOAL_KIB: u64 = 10 * 1024;
+const DRAIN: Duration = Duration::from_secs(3);
+const DRAIN_CLIENTS: usize = 8;
 
 fn main() {
     let bin = std::env::var_os("INJECTOR_BENCH_BIN")
@@ -101,6 +106,8 @@ fn main() {
         }
     }
     let peak_kib = status_kib(injector.pid(), "VmHWM");
+    drop(injector);
+    let (drained, drain_failed) = during_drain(&bin, &cert, &key, &pki, &body);
 
     let mut table = String::new();
     let _ = writeln!(
@@ -142,11 +149,69 @@ fn main() {
         idle_kib as f64 / 1024.0,
         peak_kib as f64 / 1024.0
     );
+    let total = drained.len() + drain_failed;
+    let (p50, p99, max) = percentiles(drained);
+    let met = if drain_failed == 0 {
+        "all answered: met"
+    } else {
+        "all answered: NOT met"
+    };
+    let _ = writeln!(
+        table,
+        "| review with a TLS handshake during a {}s drain, {DRAIN_CLIENTS} clients ({} of {total} answered) | {} | {} | {} | {met} |",
+        DRAIN.as_secs(),
+        total - drain_failed,
+        ms(p50),
+        ms(p99),
+        ms(max)
+    );
     print!("{table}");
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     if fs::create_dir_all(&out).is_ok() {
         let _ = fs::write(out.join("injector.md"), &table);
     }
+}
+
+/// Reviews sent while an injector drains: the time of each one answered, and
+/// how many were not.
+fn during_drain(
+    bin: &std::path::Path,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    pki: &Pki,
+    body: &str,
+) -> (Vec<Duration>, usize) {
+    let drain = format!("{}s", DRAIN.as_secs());
+    let injector = Injector::start_bin_env(bin, cert, key, &[("TANDEM_INJECTOR_DRAIN", &drain)]);
+    injector.signal(libc::SIGTERM);
+    injector.wait_log("answering reviews for");
+    // Stop sending well before the drain ends: what comes after it is refused.
+    let until = Instant::now() + DRAIN - Duration::from_millis(500);
+    let threads: Vec<_> = (0..DRAIN_CLIENTS)
+        .map(|_| {
+            let (client, body, addr) = (pki.client(), body.to_string(), injector.addr);
+            thread::spawn(move || {
+                let (mut times, mut failed) = (Vec::new(), 0);
+                while Instant::now() < until {
+                    let t = Instant::now();
+                    let mut conn = client.connect(addr);
+                    match conn.send("POST", "/mutate", body.as_bytes()) {
+                        Ok(answer) if answer.status == 200 => times.push(t.elapsed()),
+                        _ => failed += 1,
+                    }
+                }
+                (times, failed)
+            })
+        })
+        .collect();
+    let mut times = Vec::new();
+    let mut failed = 0;
+    for t in threads {
+        let (mine, lost) = t.join().expect("a client thread");
+        times.extend(mine);
+        failed += lost;
+    }
+    (times, failed)
 }
 
 /// A `/proc/PID/status` field: KiB for the memory ones, a count for `Threads`.
@@ -160,6 +225,9 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 }
 
 fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration, Duration) {
+    if times.is_empty() {
+        return Default::default();
+    }
     times.sort();
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     (at(0.50), at(0.99), at(1.0))

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::inject::{self, Plan, Scope};
 use crate::install::Install;
+use crate::report::Report;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -18,11 +19,15 @@ pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub struct Answer {
     /// The `AdmissionReview` response, as JSON.
     pub body: Vec<u8>,
-    /// What happened, for the log.
+    /// What happened, for the log (a dry run says so first).
     pub summary: String,
-    /// The admission warnings it carries, for the log too: for a Job's Pods
-    /// the API server hands them to the Job controller, which only logs them.
+    /// The admission warnings it carries: for a Job's Pods the API server hands
+    /// them to the Job controller, which discards them.
     pub warnings: Vec<String>,
+    /// Whether it carries a patch.
+    pub changed: bool,
+    /// What it did to a Job's Pod, for the metrics.
+    pub report: Option<Report>,
 }
 
 /// Answers the review in `body` (SPEC §10); `install` is the tandem image and
@@ -45,9 +50,16 @@ pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, St
         patch,
         warnings,
         summary,
+        report,
     } = inject::plan(request, install, scope);
+    let summary = if request["dryRun"] == true {
+        format!("dry run: {summary}")
+    } else {
+        summary
+    };
+    let changed = !patch.is_empty();
     let mut response = json!({"uid": uid, "allowed": true});
-    if !patch.is_empty() {
+    if changed {
         let ops = Value::Array(patch).to_string();
         response["patchType"] = json!("JSONPatch");
         response["patch"] = json!(STANDARD.encode(ops));
@@ -60,6 +72,8 @@ pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, St
         body: out.to_string().into_bytes(),
         summary,
         warnings,
+        changed,
+        report,
     })
 }
 

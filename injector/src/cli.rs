@@ -1,13 +1,16 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, each with its variable (the option wins), and the
-//! `policy` command with `--image` and `--install` alone, validated before
-//! anything is opened; a bad or missing value is one line naming the option or
-//! variable, the value and what is expected (exit 64, as the wrapper).
+//! `--image`, `--install`, `--drain`, each with its variable (the option wins),
+//! and the `policy` command with `--image` and `--install` alone, validated
+//! before anything is opened; a bad or missing value is one line naming the
+//! option or variable, the value and what is expected (exit 64, as the wrapper).
+//! Two variables left out of `--help` shorten the connection limits for tests.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 
+use crate::duration;
 use crate::install::{Install, Mode};
+use crate::server::Limits;
 use crate::tls::Files;
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -24,6 +27,8 @@ pub struct Config {
     pub files: Files,
     /// The tandem image and its route into the Pods.
     pub install: Install,
+    /// The connections' time limits and the drain on SIGTERM.
+    pub limits: Limits,
 }
 
 /// What the command line asks for.
@@ -77,9 +82,20 @@ const INSTALL: Opt = Opt {
     value: "MODE",
     help: "emptydir (an init container copies tandem; default) or image-volume (1.35+)",
 };
-const OPTIONS: [&Opt; 5] = [&LISTEN, &CERT, &KEY, &IMAGE, &INSTALL];
+const DRAIN: Opt = Opt {
+    flag: "--drain",
+    var: "TANDEM_INJECTOR_DRAIN",
+    value: "DUR",
+    help: "on SIGTERM, keep answering reviews this long, /healthz 503 (default 10s)",
+};
+const OPTIONS: [&Opt; 6] = [&LISTEN, &CERT, &KEY, &IMAGE, &INSTALL, &DRAIN];
 /// The options of `policy`, at their places in `OPTIONS`.
 const POLICY_OPTIONS: [usize; 2] = [3, 4];
+
+/// Hidden: how long a kept-alive connection may idle (default 120s), for tests.
+pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
+/// Hidden: a request's time limit from its first byte (default 10s), for tests.
+pub const REQUEST_VAR: &str = "TANDEM_INJECTOR_REQUEST_TIMEOUT";
 
 /// The `--help` text.
 pub fn help() -> String {
@@ -87,7 +103,7 @@ pub fn help() -> String {
         "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
-         \x20      [--install emptydir|image-volume]\n\
+         \x20      [--install emptydir|image-volume] [--drain DUR]\n\
          \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
@@ -98,8 +114,9 @@ pub fn help() -> String {
     text.push_str(
         "  --help, --version\n\n\
          Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
-         labelled) and GET /healthz. SIGTERM: stop accepting, answer what is in\n\
-         flight, exit 0. `policy` prints, as YAML, the admission policies that make\n\
+         labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,\n\
+         reviews are answered for --drain, then it stops accepting, answers what is\n\
+         in flight and exits 0. `policy` prints, as YAML, the admission policies that make\n\
          the same change with no server (Kubernetes 1.36+). Bad usage exits 64.\n",
     );
     text
@@ -111,7 +128,7 @@ pub fn parse(
     args: impl IntoIterator<Item = OsString>,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
-    let mut given: [Option<OsString>; 5] = Default::default();
+    let mut given: [Option<OsString>; 6] = Default::default();
     let mut policy = false;
     let mut parser = lexopt::Parser::from_args(args);
     while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
@@ -168,6 +185,18 @@ pub fn parse(
     if policy {
         return Ok(Task::Policy(install));
     }
+    let mut limits = Limits::default();
+    if let Some((from, v)) = next() {
+        limits.drain = parse_duration(&from, &v, false)?;
+    }
+    for (name, limit) in [
+        (IDLE_VAR, &mut limits.idle),
+        (REQUEST_VAR, &mut limits.request),
+    ] {
+        if let Some(v) = var(name).filter(|v| !v.is_empty()) {
+            *limit = parse_duration(name, &v, true)?;
+        }
+    }
     let listen = match listen {
         Some((from, v)) => parse_listen(&from, &v)?,
         None => DEFAULT_LISTEN
@@ -180,7 +209,26 @@ pub fn parse(
         listen,
         files: Files { cert, key },
         install,
+        limits,
     }))
+}
+
+/// A duration setting; `positive`: zero is refused too.
+fn parse_duration(
+    from: &str,
+    value: &OsString,
+    positive: bool,
+) -> Result<std::time::Duration, String> {
+    let expected = if positive {
+        "a duration above 0, like 500ms or 10s"
+    } else {
+        duration::EXPECTED_DURATION
+    };
+    value
+        .to_str()
+        .and_then(|s| duration::parse(s).ok())
+        .filter(|d| !(positive && d.is_zero()))
+        .ok_or_else(|| format!("{from} {value:?}: expected {expected}"))
 }
 
 fn missing(o: &Opt) -> String {
@@ -224,6 +272,7 @@ fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+    use std::time::Duration;
 
     fn run(args: &str, vars: &[(&str, &str)]) -> Result<Task, String> {
         let vars: Vec<(String, OsString)> = vars
@@ -260,6 +309,26 @@ mod tests {
         assert_eq!(c.files.key, PathBuf::from("/tls/tls.key"));
         assert_eq!(c.install.image, "ghcr.io/x/tandem:1");
         assert_eq!(c.install.mode, Mode::ImageVolume);
+        assert_eq!(c.limits, Limits::default());
+        let Ok(Task::Run(c)) = run(
+            &format!("{NEEDED} --drain 1m30s"),
+            &[
+                (IDLE_VAR, "3s"),
+                (REQUEST_VAR, "500ms"),
+                ("TANDEM_INJECTOR_DRAIN", "0"),
+            ],
+        ) else {
+            panic!()
+        };
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        assert_eq!(
+            (c.limits.drain, c.limits.idle, c.limits.request),
+            (s(90), s(3), ms(500))
+        );
+        let Ok(Task::Run(c)) = run(NEEDED, &[("TANDEM_INJECTOR_DRAIN", "0")]) else {
+            panic!()
+        };
+        assert_eq!(c.limits.drain, Duration::ZERO);
         assert_eq!(run("--listen [::1]:0 --help", &[]), Ok(Task::Help));
         assert_eq!(run("--version", &[]), Ok(Task::Version));
     }
@@ -304,6 +373,16 @@ mod tests {
                 "--image: missing argument",
             ),
             ("--port 1", &[], "unknown option --port (see --help)"),
+            (
+                NEEDED,
+                &[("TANDEM_INJECTOR_DRAIN", "10")],
+                "TANDEM_INJECTOR_DRAIN \"10\": expected a duration like 300ms, 1.5s or 2m30s",
+            ),
+            (
+                NEEDED,
+                &[(IDLE_VAR, "0")],
+                "TANDEM_INJECTOR_IDLE_TIMEOUT \"0\": expected a duration above 0",
+            ),
             (
                 "--install copy --tls-cert c --tls-key k --image i",
                 &[],

@@ -31,6 +31,8 @@ pub const LENGTH_REQUIRED: Status = Status(411, "Length Required");
 pub const TOO_LARGE: Status = Status(413, "Content Too Large");
 /// 431: a head above `MAX_HEAD` or `MAX_HEADERS`.
 pub const HEADERS_TOO_LARGE: Status = Status(431, "Request Header Fields Too Large");
+/// 503: `/healthz` while draining.
+pub const UNAVAILABLE: Status = Status(503, "Service Unavailable");
 /// 501: `Transfer-Encoding` (chunked bodies).
 pub const NOT_IMPLEMENTED: Status = Status(501, "Not Implemented");
 

@@ -1,11 +1,13 @@
 //! SPEC §10: which Pods change and how. A pure function from the review's
-//! `request` to a JSONPatch, warnings for `kubectl` and a one-line summary for
-//! the log; it reads the Pod as JSON and never fails: what it cannot read leaves
-//! the Pod unchanged with a warning that says why.
+//! `request` to a JSONPatch, a `Report` of what it did (the annotation
+//! `tandem.dev/injection`, warnings and the log line come from it); it reads
+//! the Pod as JSON and never fails: what it cannot read leaves the Pod
+//! unchanged, and the report says why.
 
 use serde_json::{Map, Value, json};
 
 use crate::install::{self, Install};
+use crate::report::{Fate, Found, Report, Skip};
 use crate::sidecars::{self, Sidecar};
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
@@ -28,6 +30,10 @@ pub const SHARED_DIR: &str = "/tandem-shared";
 /// Where the init container sees the binary's volume: not `/tandem`, which is
 /// the binary itself in the tandem image.
 pub const INSTALL_DIR: &str = "/opt/tandem";
+/// Where the ServiceAccount admission plugin mounts the API token: a mount
+/// there in the init container keeps the plugin from adding one after this
+/// webhook (which would call it again) and gives it no token it never uses.
+pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The user the init container runs as (distroless' `nonroot`), so it passes
 /// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
 pub const INSTALL_UID: u32 = 65532;
@@ -47,10 +53,13 @@ pub enum Scope {
 pub struct Plan {
     /// JSONPatch operations (RFC 6902); empty leaves the Pod as it is.
     pub patch: Vec<Value>,
-    /// Admission warnings, shown by `kubectl`.
+    /// Admission warnings (`kubectl` shows them for a Pod it creates; the Job
+    /// controller discards them).
     pub warnings: Vec<String>,
     /// What happened, for the injector's log.
     pub summary: String,
+    /// What it did to a Job's Pod; `None` for any other object.
+    pub report: Option<Report>,
 }
 
 impl Plan {
@@ -70,16 +79,14 @@ pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
-    match change(pod, install) {
-        Ok(mut plan) => {
-            plan.summary = format!("{name}: {}", plan.summary);
-            plan
-        }
-        Err(problem) => Plan {
-            warnings: vec![format!("tandem-injector: Pod not injected: {problem}")],
-            summary: format!("{name}: not injected: {problem}"),
-            ..Plan::default()
-        },
+    let (mut patch, report) =
+        change(pod, install).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    patch.extend(report.annotate(&pod["metadata"]));
+    Plan {
+        patch,
+        warnings: report.warnings(),
+        summary: format!("{name}: {}", report.line()),
+        report: Some(report),
     }
 }
 
@@ -204,8 +211,9 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
     Ok(found)
 }
 
-/// The change for an opted-in Job's Pod, or the problem that prevents it.
-fn change(pod: &Value, install: &Install) -> Result<Plan, String> {
+/// The change for an opted-in Job's Pod and its report, or the problem that
+/// prevents it.
+fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -234,42 +242,50 @@ fn change(pod: &Value, install: &Install) -> Result<Plan, String> {
     let classic: Vec<&Sidecar> = known(&main, |_| true);
     let native: Vec<&Sidecar> = known(&init, |c| c.always);
 
-    let mut warnings = Vec::new();
+    let mut report = Report {
+        earlier: injected,
+        ..Report::default()
+    };
     let mut wrapped = Vec::new();
-    for c in main.iter().filter(|c| sidecars::find(c.name).is_none()) {
-        if injected {
-            // A second call (reinvocation): the containers changed the first time.
-            if c.runs_tandem() {
-                wrapped.push(c);
-            }
-            continue;
-        }
-        match c.command.as_deref() {
-            None | Some([]) => warnings.push(format!(
-                "tandem-injector: container {:?} not injected: it has no command \
-                 (set command to its image's entrypoint)",
-                c.name
-            )),
+    for c in main
+        .iter()
+        .filter(|c| sidecars::by_container(c.name).is_none())
+    {
+        let fate = match c.command.as_deref() {
+            // A reinvocation: the containers it wrapped the first time.
+            _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
+            None | Some([]) => Fate::Skipped(Skip::NoCommand),
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
-                warnings.push(format!(
-                    "tandem-injector: container {:?} left as is: it already runs tandem",
-                    c.name
-                ))
+                Fate::Skipped(Skip::OwnTandem)
             }
-            Some(_) => wrapped.push(c),
-        }
-    }
-    if wrapped.is_empty() {
-        let summary = if injected {
-            "already injected"
-        } else {
-            "no container to inject"
+            Some(_) if injected => Fate::Skipped(Skip::AddedLater),
+            Some(_) => Fate::Wrapped(Found::Spec, String::new()),
         };
-        return Ok(Plan {
-            warnings,
-            summary: summary.into(),
-            ..Plan::default()
-        });
+        if matches!(fate, Fate::Wrapped(..)) {
+            wrapped.push(c);
+        }
+        report.containers.push((c.name.to_string(), fate));
+    }
+    // A job container without tandem may still run when the others end: they
+    // wait for the sidecars but never quit them (kubelet's rule for native ones).
+    let unwrapped = report
+        .containers
+        .iter()
+        .any(|(_, f)| matches!(f, Fate::Skipped(s) if s.runs_without_tandem()));
+    let (classic, native) = if unwrapped {
+        // Unless a wrapped one quits them by its own (or an earlier) TANDEM_MESH.
+        if !wrapped.iter().any(|c| c.sets("TANDEM_MESH")) {
+            report.not_quit = classic
+                .iter()
+                .filter_map(|s| s.container.map(str::to_string))
+                .collect();
+        }
+        (Vec::new(), [classic, native].concat())
+    } else {
+        (classic, native)
+    };
+    if wrapped.is_empty() {
+        return Ok((Vec::new(), report));
     }
 
     let several = wrapped.len() > 1;
@@ -311,33 +327,39 @@ fn change(pod: &Value, install: &Install) -> Result<Plan, String> {
     }
 
     let names: Vec<&str> = wrapped.iter().map(|c| c.name).collect();
-    let mut told = Vec::new();
     for c in &wrapped {
         let vars = variables(c, &classic, &native, several.then_some(&names[..]));
         if !vars.is_empty() {
-            told.push(format!("{} ({})", c.name, describe(&vars)));
+            if let Some((_, Fate::Wrapped(_, told))) =
+                report.containers.iter_mut().find(|(n, _)| n == c.name)
+            {
+                *told = describe(&vars);
+            }
             let at = format!("/spec/containers/{}/env", c.index);
             append(&mut patch, &at, c.env.is_some(), vars);
         }
     }
-    let summary = match (injected, told.is_empty()) {
-        (true, true) => "already injected".to_string(),
-        (true, false) => format!("already injected; added {}", told.join(", ")),
-        (false, _) => format!("injected {}{}", names.join(", "), with(&told)),
-    };
-    Ok(Plan {
-        patch,
-        warnings,
-        summary,
-    })
+    Ok((patch, report))
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
 fn known(list: &[Container], keep: impl Fn(&Container) -> bool) -> Vec<&'static Sidecar> {
-    sidecars::SIDECARS
-        .iter()
-        .filter(|s| list.iter().any(|c| c.name == s.container && keep(c)))
+    sidecars::injected()
+        .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
+        .map(|(_, s)| s)
         .collect()
+}
+
+/// The readiness URL of sidecar `s` for job container `c`: on the port `c` gives
+/// the sidecar's port variable, when that is a literal port number (anything
+/// else keeps the default port); `None` when there is nothing to wait for.
+fn ready_url(s: &Sidecar, c: &Container) -> Option<String> {
+    let port = s
+        .port_var
+        .and_then(|var| c.value(var))
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p > 0);
+    s.ready_on(port)
 }
 
 /// The variables tandem needs in job container `c` that it does not set itself:
@@ -357,10 +379,7 @@ fn variables(
         if !mesh.is_empty() {
             vars.push(var("TANDEM_MESH", mesh.join(",")));
         }
-        let ready: Vec<String> = native
-            .iter()
-            .filter_map(|s| s.ready_url(|v| c.value(v)))
-            .collect();
+        let ready: Vec<String> = native.iter().filter_map(|s| ready_url(s, c)).collect();
         if !ready.is_empty() {
             vars.push(var("TANDEM_READY_URLS", ready.join(",")));
         }
@@ -393,14 +412,6 @@ fn describe(vars: &[Value]) -> String {
         })
         .collect();
     each.join(" ")
-}
-
-fn with(told: &[String]) -> String {
-    if told.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", told.join(", "))
-    }
 }
 
 /// Operations that add `items` to the list at `path`: the whole list when the

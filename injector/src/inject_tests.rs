@@ -68,7 +68,18 @@ fn a_jobs_pod_gets_the_install_init_container_the_volume_and_the_command_prefix(
     );
     assert_eq!(
         init["volumeMounts"],
-        json!([{"name": BIN_VOLUME, "mountPath": INSTALL_DIR}])
+        json!([
+            {"name": BIN_VOLUME, "mountPath": INSTALL_DIR},
+            {"name": BIN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": true},
+        ])
+    );
+    assert_eq!(
+        out["metadata"]["annotations"],
+        json!({"batch.kubernetes.io/job-tracking": "", "tandem.dev/injection": "wrapped job (command from the spec)"})
+    );
+    assert_eq!(
+        plan.summary,
+        "pod default/myjob-* (Job myjob): wrapped job (command from the spec)"
     );
     assert_eq!(init["securityContext"]["runAsNonRoot"], true);
     let volumes = spec["volumes"].as_array().unwrap();
@@ -93,10 +104,6 @@ fn a_jobs_pod_gets_the_install_init_container_the_volume_and_the_command_prefix(
         env(job).is_empty(),
         "no sidecar, nothing to set: {:?}",
         env(job)
-    );
-    assert_eq!(
-        plan.summary,
-        "pod default/myjob-* (Job myjob): injected job"
     );
 }
 
@@ -137,6 +144,27 @@ fn an_init_container_that_runs_to_completion_is_not_a_sidecar() {
     let pod = job_pod("j", vec![job_container("job")], vec![proxy]);
     let (_, out) = injected(&pod);
     assert!(env(&out["spec"]["containers"][0]).is_empty());
+}
+
+#[test]
+fn a_native_dapr_keeps_its_default_port_unless_the_job_gives_a_literal_one() {
+    let sidecar = |name| container(name, "sidecar:1", None, &[]);
+    for (port, url) in [
+        ("$(PORT)", "http://127.0.0.1:3500/v1.0/healthz/outbound"),
+        ("0", "http://127.0.0.1:3500/v1.0/healthz/outbound"),
+        ("3601", "http://127.0.0.1:3601/v1.0/healthz/outbound"),
+    ] {
+        let mut job = job_container("job");
+        job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": port}]);
+        let mut daprd = sidecar("daprd");
+        daprd["restartPolicy"] = json!("Always");
+        let (_, out) = injected(&job_pod("j", vec![job], vec![daprd]));
+        let env = env(&out["spec"]["containers"][0]);
+        assert!(
+            env.contains(&var("TANDEM_READY_URLS", url)),
+            "{port}: {env:?}"
+        );
+    }
 }
 
 #[test]
@@ -251,7 +279,7 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
     assert_eq!(
         plan.warnings,
         [
-            "tandem-injector: container \"uploader\" not injected: it has no command \
+            "tandem-injector: container \"uploader\" not wrapped: it has no command \
           (set command to its image's entrypoint)"
         ]
     );
@@ -263,16 +291,158 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
         "one job container under tandem: no §9 variables"
     );
 
+    assert_eq!(
+        annotation(&out),
+        "wrapped job (command from the spec); not wrapped: uploader: it has no command \
+         (set command to its image's entrypoint)"
+    );
+
     let alone = job_pod("j", vec![container("job", "x", Some(&[]), &["a"])], vec![]);
     let (plan, out) = injected(&alone);
-    assert!(plan.patch.is_empty());
-    assert_eq!(out, alone);
+    assert_eq!(plan.patch.len(), 1, "the annotation alone");
+    assert_eq!(out["spec"], alone["spec"]);
     assert_eq!(plan.warnings.len(), 1);
     assert!(
-        plan.summary.ends_with("no container to inject"),
+        plan.summary.ends_with(
+            "not wrapped: job: it has no command (set command to its image's entrypoint)"
+        ),
         "{}",
         plan.summary
     );
+    let (again, _) = injected(&out);
+    assert!(again.patch.is_empty(), "the same line: {:?}", again.patch);
+}
+
+fn annotation(pod: &Value) -> &str {
+    pod["metadata"]["annotations"][crate::report::ANNOTATION]
+        .as_str()
+        .unwrap_or_else(|| panic!("no annotation: {}", pod["metadata"]))
+}
+
+#[test]
+fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
+    let pod = job_pod(
+        "j",
+        vec![
+            job_container("job"),
+            job_container("report"),
+            container("uploader", pods::JOB_IMAGE, None, &["--to=s3"]),
+            istio_proxy(false),
+        ],
+        vec![],
+    );
+    let (plan, out) = injected(&pod);
+    let ready = var("TANDEM_READY_URLS", "http://127.0.0.1:15021/healthz/ready");
+    for i in [0, 1] {
+        let job = &out["spec"]["containers"][i];
+        assert_eq!(job["command"][0], TANDEM);
+        let vars = env(job);
+        assert!(vars.contains(&ready), "{vars:?}");
+        assert!(!vars.iter().any(|(n, _)| n == "TANDEM_MESH"), "{vars:?}");
+    }
+    let line = annotation(&out);
+    assert!(
+        line.ends_with(
+            "the sidecars (istio-proxy) are not told to quit, as a job container runs \
+             without tandem: the Pod may not complete until they stop"
+        ),
+        "{line}"
+    );
+    assert!(plan.summary.ends_with(line), "the log says the same");
+
+    // docs/injector.md quotes this line for a Pod of report, uploader and istio-proxy.
+    let doc = job_pod(
+        "nightly-report",
+        vec![
+            job_container("report"),
+            container("uploader", pods::JOB_IMAGE, None, &["--to=s3"]),
+            istio_proxy(false),
+        ],
+        vec![],
+    );
+    assert_eq!(
+        annotation(&injected(&doc).1),
+        "wrapped report (command from the spec; added \
+         TANDEM_READY_URLS=http://127.0.0.1:15021/healthz/ready); not wrapped: uploader: \
+         it has no command (set command to its image's entrypoint); the sidecars \
+         (istio-proxy) are not told to quit, as a job container runs without tandem: \
+         the Pod may not complete until they stop"
+    );
+
+    // Reinvoked after another webhook: nothing more, the annotation stays.
+    let (again, twice) = injected(&out);
+    assert!(again.patch.is_empty(), "{:#?}", again.patch);
+    assert_eq!(twice, out);
+
+    // A classic istio-proxy added after tandem, beside the unwrapped one: the
+    // wrapped ones are still told only to wait for it.
+    let mut before_istio = pod.clone();
+    before_istio["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    let (_, once) = injected(&before_istio);
+    let mut with_istio = once.clone();
+    with_istio["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(istio_proxy(false));
+    let (_, out) = injected(&with_istio);
+    let vars = env(&out["spec"]["containers"][0]);
+    assert!(
+        vars.contains(&ready) && !vars.iter().any(|(n, _)| n == "TANDEM_MESH"),
+        "{vars:?}"
+    );
+
+    // A job container a later webhook added beside wrapped ones that quit istio:
+    // the line says it is not wrapped, and claims no sidecar is left running.
+    let (_, once) = injected(&job_pod(
+        "j",
+        vec![job_container("job"), istio_proxy(false)],
+        vec![],
+    ));
+    let mut added = once.clone();
+    added["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(job_container("late"));
+    let (again, _) = injected(&added);
+    assert!(again.patch.is_empty(), "{:#?}", again.patch);
+    assert!(
+        again.summary.ends_with(
+            "wrapped job (by an earlier review); not wrapped: late: it was added after tandem \
+             was injected (by a webhook called later: prefix its command with /tandem/tandem -- \
+             in that webhook's template)"
+        ),
+        "{}",
+        again.summary
+    );
+}
+
+#[test]
+fn the_annotation_is_added_to_a_pod_without_annotations_and_replaces_a_copied_one() {
+    let mut bare = job_pod("j", vec![job_container("job")], vec![]);
+    bare["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    let (plan, out) = injected(&bare);
+    let op = plan.patch.last().unwrap();
+    assert_eq!(op["path"], "/metadata/annotations");
+    assert_eq!(
+        out["metadata"]["annotations"],
+        json!({"tandem.dev/injection": "wrapped job (command from the spec)"})
+    );
+
+    // A template copied from an injected Pod carries a stale line: replaced.
+    let mut copied = job_pod("j", vec![job_container("job")], vec![]);
+    copied["metadata"]["annotations"]["tandem.dev/injection"] = json!("not injected: old");
+    let (plan, out) = injected(&copied);
+    assert_eq!(
+        plan.patch.last().unwrap()["path"],
+        "/metadata/annotations/tandem.dev~1injection"
+    );
+    assert_eq!(annotation(&out), "wrapped job (command from the spec)");
 }
 
 #[test]
@@ -288,10 +458,14 @@ fn a_container_that_already_runs_tandem_is_left_as_is() {
         vec![],
     );
     let (plan, out) = injected(&pod);
-    assert_eq!(out, pod);
+    assert_eq!(out["spec"], pod["spec"]);
     assert_eq!(
         plan.warnings,
-        ["tandem-injector: container \"job\" left as is: it already runs tandem"]
+        ["tandem-injector: container \"job\" not wrapped: it already runs tandem (left as is)"]
+    );
+    assert_eq!(
+        annotation(&out),
+        "not wrapped: job: it already runs tandem (left as is)"
     );
 }
 
@@ -444,7 +618,12 @@ fn a_pod_shaped_wrongly_is_allowed_unchanged_with_a_warning_saying_what() {
         };
         parent[key] = value;
         let p = plan(&request(&pod), &img(), Scope::Label);
-        assert!(p.patch.is_empty(), "{path}");
+        assert_eq!(p.patch.len(), 1, "{path}: the annotation alone");
+        let line = p.patch[0]["value"].as_str().unwrap();
+        assert!(
+            line.starts_with("not injected: ") && line.contains(expected),
+            "{line}"
+        );
         assert_eq!(p.warnings.len(), 1, "{path}");
         assert!(p.warnings[0].contains(expected), "{path}: {:?}", p.warnings);
         assert!(p.warnings[0].starts_with("tandem-injector: Pod not injected: "));
@@ -485,7 +664,10 @@ fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
     // The image volume marks the Pod changed: a second review adds nothing.
     let again = plan(&request(&out), &install, Scope::Label);
     assert!(again.patch.is_empty(), "{:#?}", again.patch);
-    assert_eq!(again.summary, "pod default/j-* (Job j): already injected");
+    assert_eq!(
+        again.summary,
+        "pod default/j-* (Job j): wrapped job (by an earlier review)"
+    );
 }
 
 /// Each shared case through the image-volume route, written to

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::inject::{BIN_VOLUME, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID};
+use crate::inject::{BIN_VOLUME, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, TOKEN_DIR};
 
 /// The route of the binary into the Pod (`--install`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,7 +83,10 @@ fn install_container(image: &str) -> Value {
         "name": INSTALL_CONTAINER,
         "image": image,
         "command": ["/tandem", "--install-to", INSTALL_DIR],
-        "volumeMounts": [{"name": BIN_VOLUME, "mountPath": INSTALL_DIR}],
+        "volumeMounts": [
+            {"name": BIN_VOLUME, "mountPath": INSTALL_DIR},
+            {"name": BIN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": true},
+        ],
         "resources": {
             "requests": {"cpu": "10m", "memory": "16Mi"},
             "limits": {"memory": "16Mi"},

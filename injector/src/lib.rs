@@ -8,12 +8,16 @@
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
 //! | `install` | how the binary reaches the job containers: init container or image volume |
-//! | `sidecars` | the sidecar containers tandem knows and the settings they imply |
+//! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
+//! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
 //! | `cli` | the command line and its variables, validated (64 on bad input) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
 //! | `deadline` | a socket whose reads and writes end by a deadline |
+//! | `duration` | Go's durations: the wrapper's `src/value/duration.rs`, compiled here too |
 //! | `tls` | the certificate files and their reload on change |
-//! | `server` | accepting, the connection cap, routing, shutdown on SIGTERM |
+//! | `routes` | what each path answers; a review logged and counted |
+//! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
+//! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
 //! | `yaml` | the YAML those are printed as |
@@ -23,12 +27,23 @@
 pub mod admission;
 pub mod cli;
 pub mod deadline;
+// Go's durations as the wrapper reads them (SPEC §2), a file of `std` only;
+// its whole seconds (`parse_seconds`) are the wrapper's alone.
+#[allow(dead_code)]
+#[path = "../../src/value/duration.rs"]
+pub mod duration;
 pub mod http;
 pub mod inject;
 pub mod install;
 pub mod log;
+pub mod metrics;
 pub mod policy;
+pub mod report;
+pub mod routes;
 pub mod server;
+// The one table of sidecars, shared with the wrapper: a file of `std` only, so
+// the injector links none of the wrapper's crates (ureq, lexopt, signal code).
+#[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;
 pub mod yaml;

@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         ),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
-    if let Err(e) = server::run(listener, tls, config.install, stop) {
+    if let Err(e) = server::run(listener, tls, config.install, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));
     }
     say!("stopped");

@@ -307,12 +307,8 @@ mod tests {
     #[test]
     fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
         let text = render(&install(Mode::EmptyDir));
-        for s in crate::sidecars::SIDECARS {
-            assert!(
-                text.contains(&format!("'{}'", s.container)),
-                "{}",
-                s.container
-            );
+        for (container, s) in crate::sidecars::injected() {
+            assert!(text.contains(&format!("'{container}'")), "{container}");
             assert!(text.contains(&format!("['{}']", s.preset)), "{}", s.preset);
         }
         assert!(text.contains("'http://127.0.0.1:' + ((has(c.env)"));

@@ -1,7 +1,8 @@
-//! The HTTPS server: one thread per connection up to a cap (past it, new
-//! connections wait in the listen backlog), every request within a deadline, and
-//! a clean stop: when the stop socket turns readable (SIGTERM), it stops
-//! accepting, closes idle connections, answers the requests in flight and
+//! The HTTPS server: one thread per connection up to a cap (more wait in the
+//! listen backlog), each request within a time limit from its first byte, idle
+//! kept-alive connections open up to a limit, and a drain on SIGTERM (the stop
+//! socket readable): `/healthz` 503, reviews still answered for the drain; then
+//! it stops accepting, closes idle connections, answers those in flight and
 //! returns once every connection has ended.
 
 use std::io::{self, Write};
@@ -10,87 +11,125 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
-use crate::admission;
 use crate::deadline::Deadline;
-use crate::http::{self, Failure, Request, Status};
-use crate::inject::Scope;
+use crate::http::{self, Failure};
 use crate::install::Install;
+use crate::metrics::{self, Counter};
+use crate::routes;
 use crate::say;
 
 /// Connections served at once, at most; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 128;
-/// A request, TLS handshake included, is read and answered within this.
+/// A request is read and answered within this from its first byte; a new
+/// connection's TLS handshake, within this from the accept (Go's client, the
+/// API server's, dials and shakes hands at once).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// A kept-alive connection with no request for this long is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A kept-alive connection with no request for this long is closed: above the
+/// 90 s the API server keeps an idle connection to a webhook, so it is always
+/// the client that closes one, never the injector under a request in flight.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long reviews are still answered after SIGTERM (`--drain`).
+pub const DRAIN: Duration = Duration::from_secs(10);
 /// Each connection thread's stack: the JSON parser's depth is bounded (128).
 const STACK_SIZE: usize = 512 * 1024;
+
+/// The server's time limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A request's, from its first byte (and a handshake's, from the accept).
+    pub request: Duration,
+    /// A kept-alive connection's between requests.
+    pub idle: Duration,
+    /// The drain after SIGTERM.
+    pub drain: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            request: REQUEST_TIMEOUT,
+            idle: IDLE_TIMEOUT,
+            drain: DRAIN,
+        }
+    }
+}
 
 /// What every connection shares.
 struct Shared {
     tls: Arc<ServerConfig>,
     install: Install,
+    limits: Limits,
+    /// Readable once SIGTERM came: draining.
     stop: UnixStream,
+    /// Readable (its peer closed) once the drain is over: idle connections end.
+    closing: UnixStream,
     open: Mutex<usize>,
     closed: Condvar,
 }
 
 impl Shared {
-    fn stopping(&self) -> bool {
-        matches!(
-            wait(&[self.stop.as_raw_fd()], Some(Duration::ZERO)),
-            Ok(Some(_))
-        )
+    fn draining(&self) -> bool {
+        readable(&self.stop)
     }
 }
 
+fn readable(socket: &UnixStream) -> bool {
+    matches!(
+        wait(&[socket.as_raw_fd()], Some(Duration::ZERO)),
+        Ok(Some(_))
+    )
+}
+
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
-/// or the peer closed), then finishes what is in flight. `install` is the
-/// tandem image and its route into the Pods.
+/// or the peer closed), drains for `limits.drain`, then finishes what is in
+/// flight. `install` is the tandem image and its route into the Pods.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
     install: Install,
+    limits: Limits,
     stop: UnixStream,
 ) -> io::Result<()> {
+    let (closing, close) = UnixStream::pair()?;
     let shared = Arc::new(Shared {
         tls,
         install,
+        limits,
         stop,
+        closing,
         open: Mutex::new(0),
         closed: Condvar::new(),
     });
     let fds = [listener.as_raw_fd(), shared.stop.as_raw_fd()];
-    loop {
-        {
-            let mut open = shared.open.lock().unwrap_or_else(PoisonError::into_inner);
-            while *open >= MAX_CONNECTIONS && !shared.stopping() {
-                open = shared
-                    .closed
-                    .wait_timeout(open, Duration::from_millis(100))
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-            }
+    while !shared.draining() {
+        room(&shared, None);
+        if wait(&fds, None)? == Some(0) && !shared.draining() {
+            accept(&shared, &listener);
         }
-        wait(&fds, None)?;
-        if shared.stopping() {
+    }
+    // The Service and the API server take a few seconds to stop sending to a
+    // replica that leaves: until then, new connections are still answered.
+    say!(
+        "stopping: /healthz answers 503; answering reviews for {:?} more",
+        limits.drain
+    );
+    let until = Instant::now() + limits.drain;
+    loop {
+        room(&shared, Some(until));
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             break;
         }
-        match listener.accept() {
-            Ok((stream, peer)) => start(&shared, stream, peer),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                // Out of descriptors or memory: wait a little rather than spin.
-                say!("warning: accept: {e}");
-                thread::sleep(Duration::from_millis(100));
-            }
+        if wait(&fds[..1], Some(left))? == Some(0) {
+            accept(&shared, &listener);
         }
     }
     drop(listener);
+    drop(close);
     let mut open = shared.open.lock().unwrap_or_else(PoisonError::into_inner);
     if *open > 0 {
         say!("stopping: finishing {} open connection(s)", *open);
@@ -102,6 +141,34 @@ pub fn run(
             .unwrap_or_else(PoisonError::into_inner);
     }
     Ok(())
+}
+
+/// Waits while `MAX_CONNECTIONS` are open, until one ends, the drain starts, or
+/// `until` passes.
+fn room(shared: &Shared, until: Option<Instant>) {
+    let mut open = shared.open.lock().unwrap_or_else(PoisonError::into_inner);
+    while *open >= MAX_CONNECTIONS
+        && (until.is_some() || !shared.draining())
+        && until.is_none_or(|t| Instant::now() < t)
+    {
+        open = shared
+            .closed
+            .wait_timeout(open, Duration::from_millis(100))
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+}
+
+fn accept(shared: &Arc<Shared>, listener: &TcpListener) {
+    match listener.accept() {
+        Ok((stream, peer)) => start(shared, stream, peer),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+        Err(e) => {
+            // Out of descriptors or memory: wait a little rather than spin.
+            say!("warning: accept: {e}");
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// Counts a connection open for as long as it lives, its thread's unwinding
@@ -128,16 +195,22 @@ fn start(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     }
 }
 
-/// One connection: TLS, then requests until the client closes, idles, fails, or
-/// the server stops.
+/// One connection: the TLS handshake, then requests until the client closes,
+/// idles too long, fails, or the drain ends.
 fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let conn = match ServerConnection::new(shared.tls.clone()) {
         Ok(conn) => conn,
         Err(e) => return say!("warning: {peer}: TLS: {e}"),
     };
-    let fds = [stream.as_raw_fd(), shared.stop.as_raw_fd()];
-    let mut tls = StreamOwned::new(conn, Deadline::new(stream, REQUEST_TIMEOUT));
+    let limits = shared.limits;
+    let fds = [stream.as_raw_fd(), shared.closing.as_raw_fd()];
+    let mut tls = StreamOwned::new(conn, Deadline::new(stream, limits.request));
+    while tls.conn.is_handshaking() {
+        if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+            return failed(peer, &e, true);
+        }
+    }
     let mut buf = Vec::new();
     loop {
         let buffered = !buf.is_empty()
@@ -145,17 +218,26 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                 .conn
                 .process_new_packets()
                 .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
-        if !buffered && !matches!(wait(&fds, Some(IDLE_TIMEOUT)), Ok(Some(0))) {
-            break; // idle too long, or stopping
+        // Idle: no deadline runs until the next request's first byte.
+        if !buffered && !matches!(wait(&fds, Some(limits.idle)), Ok(Some(0))) {
+            break; // idle too long, or the drain is over
         }
-        tls.sock.renew(REQUEST_TIMEOUT);
+        tls.sock.renew(limits.request);
         match http::read_request(&mut tls, &mut buf) {
             Ok(request) => {
-                let keep = request.keep_alive && !shared.stopping();
-                let (status, kind, body) = route(shared, &request, peer);
+                let read = Instant::now();
+                // While draining, each connection closes after its answer, so
+                // none is left idle, open to a request, when the drain ends.
+                let keep = request.keep_alive && !shared.draining();
+                let (status, kind, body) =
+                    routes::answer(&request, &shared.install, shared.draining(), peer);
                 if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
+                    metrics::count(Counter::ErrorConnection);
                     say!("warning: {peer}: answering: {e}");
                     return;
+                }
+                if request.path.starts_with("/mutate") && status == http::OK {
+                    metrics::observe(read.elapsed());
                 }
                 if !keep {
                     break;
@@ -163,22 +245,14 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
             }
             Err(Failure::Closed) => return,
             Err(Failure::Refused(status, reason)) => {
+                metrics::count(Counter::ErrorBadRequest);
                 say!("warning: {peer}: {} {}: {reason}", status.0, status.1);
                 let body = format!("tandem-injector: {reason}\n");
                 let _ =
                     http::write_response(&mut tls, status, "text/plain", body.as_bytes(), false);
                 break;
             }
-            Err(Failure::Io(e)) => {
-                // Handshake failures (a client that does not trust the CA, plain
-                // HTTP) and timeouts: worth a line, the connection ends.
-                if e.kind() == io::ErrorKind::InvalidData {
-                    say!("warning: {peer}: TLS: {e}");
-                } else if e.kind() != io::ErrorKind::UnexpectedEof || !buf.is_empty() {
-                    say!("warning: {peer}: {e}");
-                }
-                return;
-            }
+            Err(Failure::Io(e)) => return failed(peer, &e, buf.is_empty()),
         }
     }
     tls.conn.send_close_notify();
@@ -186,44 +260,16 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
     let _ = tls.flush();
 }
 
-/// The answer to one request: status, content type, body.
-fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> (Status, &'static str, Vec<u8>) {
-    let scope = match request.path.as_str() {
-        "/healthz" if request.method == "GET" => return (http::OK, "text/plain", b"ok\n".to_vec()),
-        "/mutate" => Scope::Label,
-        "/mutate/namespace" => Scope::Namespace,
-        "/healthz" => {
-            return (
-                http::METHOD_NOT_ALLOWED,
-                "text/plain",
-                b"GET /healthz\n".to_vec(),
-            );
-        }
-        _ => {
-            let text =
-                "tandem-injector: no such path: POST /mutate or /mutate/namespace, GET /healthz\n";
-            return (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec());
-        }
-    };
-    if request.method != "POST" {
-        let text = format!("tandem-injector: {} takes POST\n", request.path);
-        return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
-    }
-    match admission::answer(&request.body, &shared.install, scope) {
-        Ok(answer) => {
-            let warnings: String = answer
-                .warnings
-                .iter()
-                .map(|w| format!("; warning: {w}"))
-                .collect();
-            say!("{}{warnings}", answer.summary);
-            (http::OK, "application/json", answer.body)
-        }
-        Err(reason) => {
-            say!("warning: {peer}: 400: {reason}");
-            let text = format!("tandem-injector: {reason}\n");
-            (http::BAD_REQUEST, "text/plain", text.into_bytes())
-        }
+/// Logs why a connection failed: handshake failures (a client that does not
+/// trust the CA, plain HTTP) and time limits are worth a line; a client that
+/// closes with nothing unread (`nothing_read`) is not.
+fn failed(peer: SocketAddr, e: &io::Error, nothing_read: bool) {
+    if e.kind() == io::ErrorKind::InvalidData {
+        metrics::count(Counter::ErrorTls);
+        say!("warning: {peer}: TLS: {e}");
+    } else if e.kind() != io::ErrorKind::UnexpectedEof || !nothing_read {
+        metrics::count(Counter::ErrorConnection);
+        say!("warning: {peer}: {e}");
     }
 }
 

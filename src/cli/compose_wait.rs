@@ -8,8 +8,9 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use super::{Cli, InvokedAs, Task};
-use crate::config::peers::WAIT_COMMAND;
+use super::args::{Cli, InvokedAs};
+use super::peers::WAIT_COMMAND;
+use super::task::Task;
 use crate::exit::Error;
 
 /// The name that selects this usage: docker-compose-wait's binary.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use super::options::OPTIONS;
-use crate::config::peers::{HONOURED, NO_EFFECT};
+use super::peers::{HONOURED, NO_EFFECT};
 use crate::exit::EX_SOFTWARE;
 
 /// Where the help text starts, after `  --name VALUE` and padding.

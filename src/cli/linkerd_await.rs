@@ -8,9 +8,10 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cli::{self, Cli, InvokedAs};
-use crate::config::{boolean, duration, url};
+use super::args::{Cli, InvokedAs};
+use super::own;
 use crate::exit::Error;
+use crate::value::{boolean, duration, url};
 
 /// The name that selects this command line.
 pub const NAME: &str = "linkerd-await";
@@ -27,7 +28,7 @@ pub fn invoked_as(argv0: Option<&OsStr>) -> bool {
 /// Parses linkerd-await's arguments (after the program name) into tandem's `Cli`.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, Error> {
     let translated = translate(args)?;
-    let mut cli = cli::parse(translated)?;
+    let mut cli = own::parse(translated)?;
     cli.invoked_as = InvokedAs::LinkerdAwait;
     Ok(cli)
 }

@@ -3,11 +3,11 @@
 //!
 //! A new option is one `const` row here, its place in `OPTIONS`, and its meaning
 //! in `config` (or, for a task like `--wait-only`, its `Task`). The peers'
-//! variables that have no option are `config::peers`'.
+//! variables that have no option are in the table beside this one, `peers`.
 
 use std::path::PathBuf;
 
-use super::Task;
+use super::task::Task;
 
 /// What an option takes and how often.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,6 +286,13 @@ pub fn find_short(letter: char) -> Option<&'static Spec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mesh_help_names_every_preset_in_table_order() {
+        let presets: Vec<&str> = crate::sidecars::SIDECARS.iter().map(|s| s.preset).collect();
+        let listed = format!("presets: {} [TANDEM_MESH]", presets.join(", "));
+        assert!(MESH.help.contains(&listed), "{}", MESH.help);
+    }
 
     #[test]
     fn names_and_aliases_are_unique_and_dashed() {

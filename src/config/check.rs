@@ -4,10 +4,10 @@
 //! paths, and each check's name as the log writes it. The parsers say what they
 //! expected; the caller adds the variable or option name.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::Check;
-use super::url::{parse_port, split_host_port};
+use crate::settings::Check;
+use crate::value::url::{parse_port, split_host_port};
 
 /// What a `--ready` value looks like, when its scheme is none of the kinds.
 #[cfg(feature = "rustls")]
@@ -137,29 +137,6 @@ pub(super) fn likely_fix(value: &str, expected: &str) -> Option<String> {
         _ => return None,
     };
     matches!(parse(&candidate), Some(Ok(_))).then_some(candidate)
-}
-
-impl Check {
-    /// The check as the log and the termination message name it; no credentials.
-    pub fn name(&self) -> String {
-        match self {
-            Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
-            Check::Url(url) => url.redacted(),
-            Check::Tcp { host, port } => format!("tcp://{host}:{port}"),
-            Check::Unix(path) => format!("unix://{}", path.display()),
-            Check::File(path) => file_name(path),
-        }
-    }
-}
-
-/// `file:///PATH`; a relative path (docker-compose-wait's `WAIT_PATHS` allow one)
-/// as `file:PATH`, which no one reads as absolute.
-fn file_name(path: &Path) -> String {
-    if path.is_absolute() {
-        format!("file://{}", path.display())
-    } else {
-        format!("file:{}", path.display())
-    }
 }
 
 #[cfg(test)]

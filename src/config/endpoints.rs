@@ -1,13 +1,15 @@
 //! The sidecar URLs as set, with the `--mesh` presets filled in where nothing
 //! explicit was (SPEC §2, §6).
 
-use super::Check;
-use super::presets::{self, Preset, Role};
-use super::sources::{Sources, invalid, parse_checks, parse_with};
-use super::url::{self, HttpUrl};
-use super::{list, peers};
+use super::peers;
+use super::sources::{Sources, parse_checks, parse_with};
 use crate::cli::options;
-use crate::exit::Error;
+use crate::cli::peers::GENERIC_READY_ENDPOINTS;
+use crate::exit::{Error, invalid};
+use crate::settings::Check;
+use crate::sidecars::{self, Role, Sidecar};
+use crate::value::list;
+use crate::value::url::{self, HttpUrl};
 
 /// The sidecar URLs as set, with the `--mesh` presets filled in.
 pub(super) struct Endpoints {
@@ -33,14 +35,18 @@ impl Endpoints {
             generic: src.url_list(&options::QUIT)?,
         };
         // scuttle forks' list joins ours whatever replaced TANDEM_READY_URLS.
-        if let Some(found) = src.var(&[peers::GENERIC_READY_ENDPOINTS])? {
+        if let Some(found) = src.var(&[GENERIC_READY_ENDPOINTS])? {
             endpoints.ready.extend(parse_checks(&found)?);
         }
         endpoints.ready.extend(peers::wait_checks(src)?);
         for found in &src.list(&options::MESH)? {
             for name in list::split(&found.value) {
-                let preset = presets::find(name).ok_or_else(|| {
-                    invalid(found.name, name, &format!("a preset: {}", presets::NAMES))
+                let preset = sidecars::by_preset(name).ok_or_else(|| {
+                    invalid(
+                        found.name,
+                        name,
+                        &format!("a preset: {}", sidecars::names()),
+                    )
                 })?;
                 endpoints.add(preset, src)?;
             }
@@ -49,7 +55,7 @@ impl Endpoints {
     }
 
     /// A preset only fills in what was not set explicitly (SPEC §2, §6).
-    fn add(&mut self, preset: &Preset, src: &Sources) -> Result<(), Error> {
+    fn add(&mut self, preset: &Sidecar, src: &Sources) -> Result<(), Error> {
         let port = match preset.port_var {
             Some(var) => match src.var(&[var])? {
                 Some(found) => Some(parse_with(&found, url::parse_port_number)?),
@@ -57,26 +63,16 @@ impl Endpoints {
             },
             None => None,
         };
-        let url = |s: &str| {
-            let parsed = HttpUrl::parse(s)
-                .map_err(|e| Error::Usage(format!("preset {}: {e}", preset.name)))?;
-            Ok::<HttpUrl, Error>(match port {
-                // Preset URLs are `http://127.0.0.1:PORT/path`: swap the port only.
-                Some(p) => HttpUrl {
-                    raw: s.replacen(&format!(":{}", parsed.port), &format!(":{p}"), 1),
-                    port: p,
-                    ..parsed
-                },
-                None => parsed,
-            })
+        let url = |s: String| {
+            HttpUrl::parse(&s).map_err(|e| Error::Usage(format!("preset {}: {e}", preset.preset)))
         };
-        let ready = preset.ready.map(url).transpose()?;
+        let ready = preset.ready_on(port).map(url).transpose()?;
         match preset.role {
             Role::Istio => {
                 self.envoy_configured = true;
                 self.ready.extend(ready.map(Check::Url));
                 if self.istio_quit.is_none() {
-                    self.istio_quit = Some(url(preset.quit)?);
+                    self.istio_quit = Some(url(preset.quit_on(port))?);
                 }
             }
             Role::Envoy => {
@@ -87,7 +83,7 @@ impl Endpoints {
             }
             Role::Generic => {
                 self.ready.extend(ready.map(Check::Url));
-                self.generic.push(url(preset.quit)?);
+                self.generic.push(url(preset.quit_on(port))?);
             }
         }
         Ok(())
@@ -98,5 +94,21 @@ impl Endpoints {
         let mut checks: Vec<Check> = self.admin.iter().cloned().map(Check::Envoy).collect();
         checks.append(&mut self.ready);
         checks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sidecars::SIDECARS;
+    use crate::value::url::HttpUrl;
+
+    #[test]
+    fn every_preset_url_is_valid_and_local() {
+        for s in SIDECARS {
+            for url in s.ready_on(None).into_iter().chain([s.quit_on(None)]) {
+                let parsed = HttpUrl::parse(&url).unwrap();
+                assert!(parsed.is_local(), "{url}");
+            }
+        }
     }
 }

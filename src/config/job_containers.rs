@@ -6,25 +6,11 @@
 
 use std::path::PathBuf;
 
-use super::list;
-use super::sources::{Found, Sources, invalid};
+use super::sources::{Found, Sources};
 use crate::cli::options::{self, Spec};
-use crate::exit::Error;
-
-/// The job containers of the Pod and this one's place among them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobContainers {
-    /// Every job container under tandem, this one included, in the order given.
-    pub all: Vec<String>,
-    /// This container's name.
-    pub me: String,
-    /// The option or variable that named `me`, for a name another tandem holds.
-    pub me_from: &'static str,
-    /// The directory they share.
-    pub dir: PathBuf,
-    /// The option or variable that named `dir`, for a failure to use it.
-    pub dir_from: &'static str,
-}
+use crate::exit::{Error, invalid};
+use crate::settings::JobContainers;
+use crate::value::list;
 
 /// What a container name must look like (Kubernetes validates it the same way).
 const EXPECTED_NAME: &str = "container names: lowercase letters, digits and '-', starting and ending with a \

@@ -4,12 +4,13 @@
 use std::ffi::OsString;
 
 use super::check::{self, EXPECTED_CHECK};
-use super::duration::{self, EXPECTED_DURATION, EXPECTED_SECONDS};
-use super::url::{self, EXPECTED_URL, HttpUrl, Scheme};
-use super::{Check, boolean, list};
 use crate::cli::Cli;
 use crate::cli::options::Spec;
-use crate::exit::Error;
+use crate::exit::{Error, invalid};
+use crate::settings::Check;
+use crate::value::duration::{self, EXPECTED_DURATION, EXPECTED_SECONDS};
+use crate::value::url::{self, EXPECTED_URL, HttpUrl, Scheme};
+use crate::value::{boolean, list};
 
 /// A value found for a setting, with the name it was found under (for errors).
 pub(super) struct Found {
@@ -149,11 +150,6 @@ pub(super) fn text(name: &'static str, value: &OsString) -> Result<Found, Error>
     }
 }
 
-/// The one shape of every bad-value message (SPEC §2).
-pub(crate) fn invalid(name: &str, value: &str, expected: &str) -> Error {
-    Error::Usage(format!("invalid {name} {value:?}: expected {expected}"))
-}
-
 pub(super) fn parse_with<T>(
     found: &Found,
     parse: fn(&str) -> Result<T, &'static str>,
@@ -161,7 +157,7 @@ pub(super) fn parse_with<T>(
     parse(&found.value).map_err(|expected| invalid_fixable(found.name, &found.value, expected))
 }
 
-/// [`invalid`], naming the corrected value where the fix is obvious.
+/// [`invalid`](crate::exit::invalid), naming the corrected value where the fix is obvious.
 pub(super) fn invalid_fixable(name: &str, value: &str, expected: &str) -> Error {
     match likely_fix(value, expected) {
         Some(fix) => invalid(name, value, &format!("{expected} (did you mean {fix}?)")),

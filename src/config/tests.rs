@@ -1,8 +1,10 @@
 //! Unit tests of `config::build` and its helpers: every SPEC §2 rule, table-driven.
 
 use super::*;
+use crate::cli::peers;
+use crate::settings::{Check, JobContainers, PkillFallback};
+use crate::value::url::{self, HttpUrl};
 use std::collections::HashMap;
-use url::HttpUrl;
 
 mod kinds;
 
@@ -123,10 +125,10 @@ fn every_variable_is_read_and_has_its_effect() {
         // Stopping after a failure is already the default: accepted, no change.
         ("ALWAYS_KILL_ENVOY", "true", |_| {}),
         ("ISTIO_FALLBACK_PKILL", "true", |c| {
-            c.quit.pkill_fallback = crate::config::PkillFallback::OnAnyFailure
+            c.quit.pkill_fallback = PkillFallback::OnAnyFailure
         }),
         ("ISTIO_FALLBACK_PKILL", "false", |c| {
-            c.quit.pkill_fallback = crate::config::PkillFallback::Never
+            c.quit.pkill_fallback = PkillFallback::Never
         }),
         ("GENERIC_READY_ENDPOINTS", "http://127.0.0.1:8080/g", |c| {
             c.ready.checks = vec![Check::Url(url("http://127.0.0.1:8080/g"))]

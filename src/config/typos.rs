@@ -5,8 +5,8 @@
 
 use std::ffi::OsString;
 
-use super::peers;
 use crate::cli::options::OPTIONS;
+use crate::cli::peers;
 
 /// The prefix that marks a variable as tandem's.
 const PREFIX: &str = "TANDEM_";

@@ -9,11 +9,12 @@ use ureq::Agent;
 use super::hints::{Whose, log_result};
 use crate::deadline::{Jobs, run_by};
 use crate::http;
+use crate::value::url::HttpUrl;
 
 /// Concurrent POSTs, one thread each, whose results are logged as they arrive;
 /// each URL still unanswered at the end gets its own line too (SPEC §5.3).
 pub(super) struct Fanout<'a> {
-    urls: &'a [String],
+    urls: &'a [HttpUrl],
     requests: Jobs<Result<u16, http::Failure>>,
     /// The first failure line, for the termination log.
     pub(super) failed: Option<String>,
@@ -22,11 +23,11 @@ pub(super) struct Fanout<'a> {
 impl<'a> Fanout<'a> {
     pub(super) fn start(
         agent: &Agent,
-        urls: &'a [String],
+        urls: &'a [HttpUrl],
         deadline: Option<Instant>,
     ) -> Fanout<'a> {
         let requests = urls.iter().map(|url| {
-            let (agent, url) = (agent.clone(), url.clone());
+            let (agent, url) = (agent.clone(), url.raw.clone());
             move || request_until_listening(&agent, &url, deadline)
         });
         let (requests, not_started) = Jobs::start("quit", requests);
@@ -69,11 +70,11 @@ pub(super) fn no_answer() -> http::Failure {
 /// no connection could be made.
 pub(super) fn post_one(
     agent: &Agent,
-    url: &str,
+    url: &HttpUrl,
     whose: Whose,
     deadline: Option<Instant>,
 ) -> Result<(), (String, bool)> {
-    let result = request_by(agent, url, deadline);
+    let result = request_by(agent, &url.raw, deadline);
     let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
     match log_result(url, whose, &result) {
         Some(failed) => Err((failed, no_connection)),

@@ -1,8 +1,12 @@
 //! The quit phase's log lines: one a request, an error for a quit that failed,
-//! with what the user sets when a known sidecar refuses (SPEC §5.3, §6, §8).
+//! with what the user sets when a known sidecar refuses (SPEC §5.3, §6, §8): the
+//! sidecar's row in `sidecars` says what its answers mean.
+
+use log::Level;
 
 use crate::http;
-use log::Level;
+use crate::sidecars::{self, Answer};
+use crate::value::url::HttpUrl;
 
 /// Whose quit a result answers: what a non-2xx answer means depends on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,16 +27,19 @@ pub(super) enum Whose {
 /// did not agree to stop). A failed quit is an error, since the Pod will not
 /// complete (SPEC §8); a generic endpoint's non-2xx answer is a warning.
 pub(super) fn log_result(
-    url: &str,
+    url: &HttpUrl,
     whose: Whose,
     result: &Result<u16, http::Failure>,
 ) -> Option<String> {
-    let shown = crate::config::url::redact(url);
+    let shown = url.redacted();
+    // A known sidecar's row says which answers mean its endpoint is off.
+    let known = sidecars::by_quit(url.path(), url.port);
+    let off_hint = |answer| known.and_then(|s| s.off_hint(answer));
     let (line, level) = match result {
         Ok(status) if (200..300).contains(status) => {
             (format!("quit POST {shown}: {status}"), Level::Info)
         }
-        Ok(status) => match (whose, not_enabled_hint(url, *status)) {
+        Ok(status) => match (whose, off_hint(Answer::Status(*status))) {
             (Whose::Generic, Some(hint)) => (
                 format!("quit POST {shown}: {status} ({hint})"),
                 Level::Error,
@@ -48,9 +55,10 @@ pub(super) fn log_result(
         },
         Err(failure) => {
             let mut line = format!("quit POST {shown} failed: {}", failure.what);
-            if let Some(hint) = refused_hint(url, failure) {
+            let refused = failure.no_connection.then_some(Answer::NoConnection);
+            if let Some(hint) = refused.and_then(off_hint) {
                 line.push_str(" (");
-                line.push_str(hint);
+                line.push_str(&hint);
                 line.push(')');
             }
             (line, Level::Error)
@@ -89,98 +97,60 @@ fn refusal(whose: Whose, status: u16) -> String {
     format!("not 2xx: {who} did not agree to stop{hint}")
 }
 
-/// What the user sets when a known sidecar answers its quit with "not enabled"
-/// (SPEC §6): the Pod annotation, in the user's terms.
-fn not_enabled_hint(url: &str, status: u16) -> Option<&'static str> {
-    let path = path_of(url);
-    if status == 404 && path == "/shutdown" {
-        Some(
-            "Linkerd's /shutdown is off: set the Pod annotation \
-             config.linkerd.io/proxy-admin-shutdown: enabled \
-             (it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true)",
-        )
-    } else if matches!(status, 404 | 405) && path == "/agent/v1/quit" {
-        Some(
-            "Vault Agent's quit endpoint is off: set the Pod annotation \
-             vault.hashicorp.com/agent-enable-quit: \"true\"",
-        )
-    } else {
-        None
-    }
-}
-
-/// Cloud SQL Auth Proxy serves `/quitquitquit` on its admin port 9091 only when
-/// started with `--quitquitquit` (SPEC §6).
-fn refused_hint(url: &str, failure: &http::Failure) -> Option<&'static str> {
-    let cloudsql = crate::config::url::HttpUrl::parse(url)
-        .is_ok_and(|u| u.port == 9091 && path_of(url) == "/quitquitquit");
-    (cloudsql && failure.no_connection)
-        .then_some("nothing listens on 9091: start the Cloud SQL Auth Proxy with --quitquitquit")
-}
-
-/// The path of a URL, without query or fragment: `/shutdown`.
-fn path_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let path = rest.find('/').map_or("", |i| &rest[i..]);
-    path.split(['?', '#']).next().unwrap_or("")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn url(s: &str) -> HttpUrl {
+        HttpUrl::parse(s).unwrap()
+    }
+
     #[test]
     fn a_non_2xx_answer_fails_the_istio_envoy_quit_and_not_a_generic_one() {
-        let url = "http://127.0.0.1:15020/quitquitquit";
+        let url = url("http://127.0.0.1:15020/quitquitquit");
         for status in [500, 503, 404, 302, 403] {
             for whose in [Whose::PilotAgent, Whose::EnvoyKill, Whose::EnvoyAdmin] {
-                let line = log_result(url, whose, &Ok(status)).unwrap_or_default();
+                let line = log_result(&url, whose, &Ok(status)).unwrap_or_default();
                 assert!(
                     line.contains(&format!(": {status} (not 2xx: ")),
                     "{whose:?} {line}"
                 );
             }
-            assert_eq!(log_result(url, Whose::Generic, &Ok(status)), None);
+            assert_eq!(log_result(&url, Whose::Generic, &Ok(status)), None);
         }
         for whose in [Whose::Generic, Whose::PilotAgent, Whose::EnvoyAdmin] {
-            assert_eq!(log_result(url, whose, &Ok(200)), None);
-            assert_eq!(log_result(url, whose, &Ok(204)), None);
+            assert_eq!(log_result(&url, whose, &Ok(200)), None);
+            assert_eq!(log_result(&url, whose, &Ok(204)), None);
         }
-        let line = log_result(url, Whose::PilotAgent, &Ok(404)).unwrap_or_default();
+        let line = log_result(&url, Whose::PilotAgent, &Ok(404)).unwrap_or_default();
         assert!(line.contains("status port (15020)"), "{line}");
     }
 
     #[test]
     fn hints_name_what_the_user_sets_for_known_sidecars_only() {
-        let hint = |url, status| not_enabled_hint(url, status).unwrap_or("");
+        let line = |s: &str, status| log_result(&url(s), Whose::Generic, &Ok(status));
+        let hint = |s: &str, status| line(s, status).unwrap_or_default();
         assert!(hint("http://127.0.0.1:4191/shutdown", 404).contains("proxy-admin-shutdown"));
         assert!(hint("http://127.0.0.1:8200/agent/v1/quit", 405).contains("agent-enable-quit"));
         assert!(hint("http://127.0.0.1:8200/agent/v1/quit?x", 404).contains("agent-enable-quit"));
-        assert_eq!(
-            not_enabled_hint("http://127.0.0.1:4191/shutdown", 200),
-            None
-        );
-        assert_eq!(
-            not_enabled_hint("http://127.0.0.1:4191/shutdown", 405),
-            None
-        );
-        assert_eq!(not_enabled_hint("http://127.0.0.1:1/quit", 404), None);
+        assert_eq!(line("http://127.0.0.1:4191/shutdown", 200), None);
+        assert_eq!(line("http://127.0.0.1:4191/shutdown", 405), None);
+        assert_eq!(line("http://127.0.0.1:1/quit", 404), None);
         let refused = http::Failure {
             what: "connection refused".into(),
             no_connection: true,
         };
-        assert!(refused_hint("http://127.0.0.1:9091/quitquitquit", &refused).is_some());
-        assert_eq!(
-            refused_hint("http://127.0.0.1:9092/quitquitquit", &refused),
-            None
-        );
+        let failed = |s: &str, failure: &http::Failure| {
+            log_result(&url(s), Whose::Generic, &Err(failure.clone())).unwrap_or_default()
+        };
+        assert!(failed("http://127.0.0.1:9091/quitquitquit", &refused).contains("--quitquitquit"));
+        assert!(!failed("http://127.0.0.1:9092/quitquitquit", &refused).contains("--quitquitquit"));
         let timed_out = http::Failure {
             what: "timed out".into(),
             no_connection: false,
         };
-        assert_eq!(
-            refused_hint("http://127.0.0.1:9091/quitquitquit", &timed_out),
-            None
+        assert!(
+            !failed("http://127.0.0.1:9091/quitquitquit", &timed_out).contains("--quitquitquit")
         );
     }
 }

@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::PathBuf;
 
+use crate::kill;
+
 /// Name the kernel gives pilot-agent in `/proc/PID/comm`.
 const PILOT_AGENT: &str = "pilot-agent";
 
@@ -48,7 +50,7 @@ fn in_namespace(pid: u32, mine: Option<&PathBuf>) -> bool {
 pub(super) fn interrupt_all() -> bool {
     let mut delivered = false;
     for pid in find_pilot_agents() {
-        match interrupt(pid) {
+        match kill::send(pid, libc::SIGINT) {
             Ok(()) => {
                 log::info!("sent SIGINT to pilot-agent (pid {pid})");
                 delivered = true;
@@ -57,14 +59,4 @@ pub(super) fn interrupt_all() -> bool {
         }
     }
     delivered
-}
-
-/// Sends SIGINT to `pid` (pilot-agent's graceful stop).
-fn interrupt(pid: i32) -> std::io::Result<()> {
-    // SAFETY: kill takes plain integers; the pid was just read from /proc.
-    if unsafe { libc::kill(pid, libc::SIGINT) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
 }

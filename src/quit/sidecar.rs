@@ -7,13 +7,27 @@ use ureq::Agent;
 
 use super::fanout::{no_answer, post_one};
 use super::hints::{Whose, log_result};
-use super::{SidecarStop, pilot_agent};
-use crate::config::PkillFallback;
+use super::pilot_agent;
 use crate::deadline::run_by;
+use crate::settings::PkillFallback;
+use crate::value::url::HttpUrl;
 
 /// Time kept after a failed pilot-agent POST for the SIGINT fallback (a `/proc`
 /// scan and a `kill`), at most a tenth of what is left.
 const FALLBACK_RESERVE: Duration = Duration::from_millis(20);
+
+/// How Istio/Envoy gets stopped (SPEC §5.2, first match wins).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SidecarStop {
+    /// POST to pilot-agent (`ISTIO_QUIT_API`, the istio preset, or 15000 → 15020);
+    /// if it cannot connect, SIGINT a visible pilot-agent.
+    PilotAgent(HttpUrl),
+    /// POST `ENVOY_KILL_API` as given.
+    EnvoyKill(HttpUrl),
+    /// SIGINT a visible pilot-agent (Istio with its admin on another port), else
+    /// POST this plain Envoy admin's `/quitquitquit`.
+    SignalElseAdmin(HttpUrl),
+}
 
 /// Runs [`stop_sidecar`] on a thread of its own (when there is a deadline) and
 /// waits for it until `deadline` at most: the deadline is the main thread's to
@@ -58,7 +72,7 @@ impl SidecarStop {
     }
 
     /// The URL this route POSTs to (or falls back to).
-    fn url(&self) -> &str {
+    fn url(&self) -> &HttpUrl {
         match self {
             SidecarStop::PilotAgent(url)
             | SidecarStop::EnvoyKill(url)

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use ureq::Agent;
 
-use crate::config::Check;
-use crate::config::duration;
 use crate::event::{Event, Sender};
 use crate::http;
+use crate::settings::Check;
+use crate::value::duration;
 
 use super::probe;
 

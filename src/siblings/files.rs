@@ -7,7 +7,10 @@ use std::io::{self, ErrorKind};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::{CLAIMED, DIR_LOCK};
+/// The lock every tandem takes to record and decide.
+pub(super) const DIR_LOCK: &str = "tandem.lock";
+/// Made by the one tandem that decides the quits; holds its container's name.
+pub(super) const CLAIMED: &str = "quit.claimed";
 
 /// Opens (creating it) this container's own `.alive`, locks it and clears what a
 /// previous run of this container left (its `.done`, the claim), all under the

@@ -3,6 +3,7 @@
 //! name per process, so the real processes are tests/siblings.rs').
 
 use super::*;
+use files::DIR_LOCK;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 

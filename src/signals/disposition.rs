@@ -139,6 +139,39 @@ fn set_mask(how: libc::c_int, mask: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// What the app's signal state must be, as tandem's parent left it: SIGTTIN and
+/// SIGTTOU, which tandem ignores for itself, and SIGCHLD and SIGPIPE, which
+/// tandem (or std) gives their default, get back their inherited disposition.
+/// (The mask is emptied in the app: the main thread that forks it blocks what
+/// the relay takes, see `Relay::start`.)
+#[derive(Debug, Clone, Copy)]
+pub struct AppSignals {
+    /// The signals tandem's parent left ignored.
+    pub(super) ignored: Ignored,
+}
+
+impl AppSignals {
+    /// In the app, between fork and exec (after std's own SIGPIPE reset): the
+    /// dispositions as tandem's parent left them, and no signal blocked.
+    /// Async-signal-safe. The handlers need nothing: exec gives each its default.
+    pub fn in_child(&self) -> io::Result<()> {
+        // (signal, whether it is ignored here)
+        let here = [
+            (libc::SIGTTIN, true),
+            (libc::SIGTTOU, true),
+            (libc::SIGCHLD, false),
+            (libc::SIGPIPE, false),
+        ];
+        for (sig, ignored_here) in here {
+            let wanted = self.ignored.contains(sig);
+            if wanted != ignored_here {
+                set_ignored(sig, wanted)?;
+            }
+        }
+        set_mask_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use signal_hook::low_level::emulate_default_handler;
 
-use super::FATAL;
 use super::disposition::bit;
 use super::origin::Origin;
+use super::which::FATAL;
 
 /// The fatal signals another process sent that the relay thread has not taken
 /// yet, as a mask: like the kernel, it merges what arrives together.

@@ -10,11 +10,14 @@ use std::thread;
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 
+use super::disposition::AppSignals;
 use super::disposition::block;
+use super::fatal;
 use super::origin::Origin;
-use super::{AppSignals, FATAL, Signals, fatal, relayed};
+use super::which::{FATAL, relayed};
 use crate::event::{Event, Events, Sender};
 use crate::exit::Error;
+use crate::kill;
 use crate::terminal::JobControl;
 
 /// Where a signal goes right now.
@@ -35,6 +38,14 @@ enum Target {
     /// is told instead (a tandem waiting for the other job containers ends on a
     /// terminating signal, SPEC §9).
     Done,
+}
+
+/// The handlers are installed; the relay thread reads what they deliver.
+pub struct Signals {
+    /// signal-hook's delivery of every relayed signal but the fatal ones.
+    pub(super) delivery: SignalDelivery<UnixStream, WithRawSiginfo>,
+    /// What the app starts with.
+    pub(super) app: AppSignals,
 }
 
 /// The running relay thread and the state it relays by.
@@ -167,11 +178,9 @@ fn deliver(pid: libc::pid_t, group: bool, job: Option<JobControl>, sig: i32) {
         job.on_continue(pid);
     }
     let dest = if group { -pid } else { pid };
-    // SAFETY: kill takes plain integers; the pid is not reaped yet (see above).
-    if unsafe { libc::kill(dest, sig) } != 0 {
-        let err = io::Error::last_os_error();
-        log::debug!("could not relay signal {sig} to {dest}: {err}");
-    } else {
-        log::debug!("relayed signal {sig} to {dest}");
+    // The pid is not reaped yet (see above): it is still the app's.
+    match kill::send(dest, sig) {
+        Ok(()) => log::debug!("relayed signal {sig} to {dest}"),
+        Err(err) => log::debug!("could not relay signal {sig} to {dest}: {err}"),
     }
 }

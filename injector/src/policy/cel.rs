@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::inject::{BIN_DIR, BIN_VOLUME, INSTALL_CONTAINER, SHARED_DIR, SHARED_VOLUME, TANDEM};
 use crate::install::Install;
-use crate::sidecars::{SIDECARS, Sidecar};
+use crate::sidecars::{self, Sidecar};
 
 /// The most job containers the policy looks at: container indices are a literal list.
 pub const MAX_CONTAINERS: usize = 64;
@@ -31,7 +31,7 @@ pub fn quote(text: &str) -> String {
 
 /// The known sidecars' container names, as a CEL list.
 pub fn sidecar_names() -> String {
-    let names: Vec<String> = SIDECARS.iter().map(|s| quote(s.container)).collect();
+    let names: Vec<String> = sidecars::injected().map(|(c, _)| quote(c)).collect();
     format!("[{}]", names.join(", "))
 }
 
@@ -99,12 +99,11 @@ pub fn wrap() -> String {
 /// `variables.mesh`: the presets of the classic sidecars present, in table
 /// order; none when some job container is left unwrapped (then no tandem quits).
 pub fn mesh() -> String {
-    let each: Vec<String> = SIDECARS
-        .iter()
-        .map(|s| {
+    let each: Vec<String> = sidecars::injected()
+        .map(|(container, s)| {
             format!(
                 "({} in variables.mains ? [{}] : [])",
-                quote(s.container),
+                quote(container),
                 quote(s.preset)
             )
         })
@@ -116,11 +115,10 @@ pub fn mesh() -> String {
 /// comma-joined: the native sidecars', and the classic ones' too when no tandem
 /// quits (SPEC §10's mixed case).
 pub fn ready() -> String {
-    let each: Vec<String> = SIDECARS
-        .iter()
-        .filter_map(|s| {
+    let each: Vec<String> = sidecars::injected()
+        .filter_map(|(container, s)| {
             let url = ready_url(s)?;
-            let name = quote(s.container);
+            let name = quote(container);
             Some(format!(
                 "({name} in variables.natives ||\n      \
                  (!variables.quit && {name} in variables.mains) ?\n    [{url}] : [])"
@@ -140,10 +138,7 @@ fn ready_url(s: &Sidecar) -> Option<String> {
     let Some(var) = s.port_var else {
         return Some(quote(url));
     };
-    let host_end = "http://127.0.0.1:".len();
-    let port_end = url[host_end..]
-        .find('/')
-        .map_or(url.len(), |i| host_end + i);
+    let (port, path) = sidecars::port_and_path(url);
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
@@ -151,10 +146,10 @@ fn ready_url(s: &Sidecar) -> Option<String> {
          .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n        \
          int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n      \
          + [{default}])[0] + {}",
-        quote(&url[..host_end]),
+        quote(sidecars::HOST),
         quote(var),
-        quote(&url[port_end..]),
-        default = quote(&url[host_end..port_end]),
+        quote(path),
+        default = quote(&port.to_string()),
     ))
 }
 

@@ -104,8 +104,13 @@ pub struct Injector {
 impl Injector {
     /// Starts the injector with a fresh certificate from `pki` in `dir`.
     pub fn start(pki: &Pki, dir: &Path) -> Injector {
+        Injector::start_env(pki, dir, &[])
+    }
+
+    /// `start` with these variables set (the hidden time limits, `--drain`…).
+    pub fn start_env(pki: &Pki, dir: &Path, vars: &[(&str, &str)]) -> Injector {
         let (cert, key) = pki.issue(dir, "first");
-        Injector::start_with(&cert, &key)
+        Injector::start_bin_env(Path::new(INJECTOR), &cert, &key, vars)
     }
 
     /// Starts the injector on 127.0.0.1:0 with these files; waits until it listens.
@@ -115,8 +120,14 @@ impl Injector {
 
     /// `start_with` for another build of the injector (`bin`).
     pub fn start_bin(bin: &Path, cert: &Path, key: &Path) -> Injector {
+        Injector::start_bin_env(bin, cert, key, &[])
+    }
+
+    /// `start_bin` with these variables set.
+    pub fn start_bin_env(bin: &Path, cert: &Path, key: &Path, vars: &[(&str, &str)]) -> Injector {
         let mut child = Command::new(bin)
             .env_clear()
+            .envs(vars.iter().copied())
             .args(["--listen", "127.0.0.1:0", "--image", pods::TANDEM_IMAGE])
             .arg("--tls-cert")
             .arg(cert)

@@ -81,7 +81,7 @@ fn every_bad_check_exits_64_naming_the_setting_with_the_fix_where_obvious() {
         ] {
             let name = env.first().map_or("--ready", |(name, _)| name);
             let msg = usage_error(&args, &env);
-            let shown = crate::config::url::redact(value);
+            let shown = crate::value::url::redact(value);
             assert!(
                 msg.starts_with(&format!("invalid {name} {shown:?}: expected ")),
                 "{name}={value}: {msg}"

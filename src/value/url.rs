@@ -7,10 +7,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 // Only the schemes this build accepts: naming https:// in a build without TLS
 // would send the user to a value that is refused next.
 #[cfg(feature = "rustls")]
-pub(super) const EXPECTED_URL: &str =
+pub(crate) const EXPECTED_URL: &str =
     "an http:// or https:// URL with a host and a port from 1 to 65535";
 #[cfg(not(feature = "rustls"))]
-pub(super) const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
+pub(crate) const EXPECTED_URL: &str = "an http:// URL with a host and a port from 1 to 65535";
 
 /// URL scheme accepted for sidecar endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,11 +108,35 @@ impl HttpUrl {
         format!("{base}/{path}")
     }
 
+    /// [`join`](Self::join), parsed: the same server, so nothing to validate again.
+    pub fn joined(&self, path: &str) -> HttpUrl {
+        HttpUrl {
+            raw: self.join(path),
+            ..self.clone()
+        }
+    }
+
     /// `scheme://host:port` of this URL with another port (used for 15000 → 15020).
     ///
     /// Userinfo and path are dropped: the other port is another server.
     pub fn with_port(&self, port: u16) -> String {
         format!("{}://{}:{}", self.scheme.as_str(), self.host, port)
+    }
+
+    /// [`with_port`](Self::with_port), parsed.
+    pub fn on_port(&self, port: u16) -> HttpUrl {
+        HttpUrl {
+            raw: self.with_port(port),
+            port,
+            ..self.clone()
+        }
+    }
+
+    /// The path, without query or fragment: `/shutdown`; empty for none.
+    pub fn path(&self) -> &str {
+        let rest = self.raw.split_once("://").map_or("", |(_, rest)| rest);
+        let rest = &rest[authority_len(rest)..];
+        rest.split(['?', '#']).next().unwrap_or("")
     }
 
     /// The URL without any `user:password@` part, for logs.
@@ -127,7 +151,7 @@ fn authority_len(rest: &str) -> usize {
 }
 
 /// Splits `host[:port]` into a validated host and the port text, if any.
-pub(super) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
+pub(crate) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
     if host_port.starts_with('[') {
         let close = host_port.find(']')?;
         let (host, after) = host_port.split_at(close + 1);
@@ -149,7 +173,7 @@ pub(super) fn split_host_port(host_port: &str) -> Option<(&str, Option<&str>)> {
 }
 
 /// Parses a port in 1..=65535 from digits only (no sign, no blanks).
-pub(super) fn parse_port(p: &str) -> Option<u16> {
+pub(crate) fn parse_port(p: &str) -> Option<u16> {
     if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -394,6 +418,28 @@ mod tests {
         ];
         for (base, path, want) in cases {
             assert_eq!(url(base).join(path), want, "base {base:?} path {path:?}");
+        }
+    }
+
+    #[test]
+    fn parsed_joins_and_ports_match_the_strings_and_keep_the_server() {
+        let base = url("http://u:p@[::1]:15000/x");
+        let joined = base.joined("/quitquitquit");
+        assert_eq!(joined, url(&base.join("/quitquitquit")));
+        let moved = base.on_port(15020).joined("/quitquitquit");
+        assert_eq!(moved, url("http://[::1]:15020/quitquitquit"));
+    }
+
+    #[test]
+    fn the_path_leaves_out_the_authority_query_and_fragment() {
+        for (input, want) in [
+            ("http://127.0.0.1:4191/shutdown", "/shutdown"),
+            ("http://u:p@h:8200/agent/v1/quit?x=1", "/agent/v1/quit"),
+            ("http://h:1/a#b", "/a"),
+            ("http://h:1", ""),
+            ("http://h:1?q", ""),
+        ] {
+            assert_eq!(url(input).path(), want, "{input}");
         }
     }
 

@@ -1,15 +1,16 @@
 //! What the configuration is once validated (SPEC §2): the settings each phase
-//! reads, their defaults in each field's doc. `config::build` makes them.
+//! reads, their defaults in each field's doc. `config::build` makes them; the
+//! phases read them without knowing how they were set (no arrow from a phase
+//! reaches up into `cli` or `config`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use log::LevelFilter;
 
-use super::JobContainers;
-use super::url::HttpUrl;
 use crate::logger::Format;
 use crate::termination_message;
+use crate::value::url::HttpUrl;
 
 /// One readiness check (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,29 @@ pub enum Check {
     Unix(PathBuf),
     /// `file:///PATH`: the file (or directory) exists.
     File(PathBuf),
+}
+
+impl Check {
+    /// The check as the log and the termination message name it; no credentials.
+    pub fn name(&self) -> String {
+        match self {
+            Check::Envoy(admin) => format!("envoy {}", admin.redacted()),
+            Check::Url(url) => url.redacted(),
+            Check::Tcp { host, port } => format!("tcp://{host}:{port}"),
+            Check::Unix(path) => format!("unix://{}", path.display()),
+            Check::File(path) => file_name(path),
+        }
+    }
+}
+
+/// `file:///PATH`; a relative path (docker-compose-wait's `WAIT_PATHS` allow one)
+/// as `file:PATH`, which no one reads as absolute.
+fn file_name(path: &Path) -> String {
+    if path.is_absolute() {
+        format!("file://{}", path.display())
+    } else {
+        format!("file:{}", path.display())
+    }
 }
 
 /// Where relayed signals go (SPEC §4).
@@ -127,4 +151,19 @@ impl Config {
     pub fn has_sidecars(&self) -> bool {
         !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
     }
+}
+
+/// The job containers of the Pod and this one's place among them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobContainers {
+    /// Every job container under tandem, this one included, in the order given.
+    pub all: Vec<String>,
+    /// This container's name.
+    pub me: String,
+    /// The option or variable that named `me`, for a name another tandem holds.
+    pub me_from: &'static str,
+    /// The directory they share.
+    pub dir: PathBuf,
+    /// The option or variable that named `dir`, for a failure to use it.
+    pub dir_from: &'static str,
 }

@@ -1,0 +1,219 @@
+//! What one review did to a Job's Pod, container by container, and the one line
+//! that says it (SPEC §10): the annotation `tandem.dev/injection`, the log line,
+//! the admission warnings and the metrics all read the same `Report`, so they
+//! never disagree. How a command was found (`Found`) and why a container is not
+//! wrapped (`Skip`) are the two lists to extend: each variant's words and its
+//! counter sit beside it.
+
+use serde_json::{Value, json};
+
+use crate::metrics::{self, Counter};
+
+/// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
+pub const ANNOTATION: &str = "tandem.dev/injection";
+/// `ANNOTATION` in a JSON Pointer (RFC 6901: `/` is written `~1`).
+const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
+
+/// How a wrapped container's command was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// Its `command` in the Pod spec.
+    Spec,
+    /// Wrapped by an earlier review of the same Pod (a reinvocation).
+    Earlier,
+}
+
+impl Found {
+    fn words(self) -> &'static str {
+        match self {
+            Found::Spec => "command from the spec",
+            Found::Earlier => "by an earlier review",
+        }
+    }
+
+    fn counter(self) -> Counter {
+        match self {
+            Found::Spec => Counter::WrappedSpec,
+            Found::Earlier => Counter::WrappedEarlier,
+        }
+    }
+}
+
+/// Why a job container is not wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// No `command`: it runs its image's entrypoint, which the Pod does not name.
+    NoCommand,
+    /// Its command runs tandem already, with its own settings.
+    OwnTandem,
+    /// It has a command but came after tandem was injected (a later webhook).
+    AddedLater,
+}
+
+impl Skip {
+    /// Why, and the fix when there is one.
+    fn words(self) -> &'static str {
+        match self {
+            Skip::NoCommand => "it has no command (set command to its image's entrypoint)",
+            Skip::OwnTandem => "it already runs tandem (left as is)",
+            Skip::AddedLater => {
+                "it was added after tandem was injected (by a webhook called later: \
+                 prefix its command with /tandem/tandem -- in that webhook's template)"
+            }
+        }
+    }
+
+    /// Whether the container runs without tandem: then no other job container
+    /// may stop the sidecars under it.
+    pub fn runs_without_tandem(self) -> bool {
+        !matches!(self, Skip::OwnTandem)
+    }
+
+    fn counter(self) -> Counter {
+        match self {
+            Skip::NoCommand => Counter::SkippedNoCommand,
+            Skip::OwnTandem => Counter::SkippedOwnTandem,
+            Skip::AddedLater => Counter::SkippedAddedLater,
+        }
+    }
+}
+
+/// What became of one job container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Its command now starts with tandem; `told`: the variables added now.
+    Wrapped(Found, String),
+    /// Left as it was.
+    Skipped(Skip),
+}
+
+/// What one review did to a Job's Pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Each job container by name, in the Pod's order.
+    pub containers: Vec<(String, Fate)>,
+    /// Classic sidecars not told to quit because a job container runs without
+    /// tandem (the Pod may then not complete).
+    pub not_quit: Vec<String>,
+    /// Why the Pod could not be read at all, when it could not.
+    pub problem: Option<String>,
+    /// The Pod was injected by an earlier review (a reinvocation).
+    pub earlier: bool,
+}
+
+impl Report {
+    /// The Pod could not be read: nothing changed, for this reason.
+    pub fn problem(problem: String) -> Report {
+        Report {
+            problem: Some(problem),
+            ..Report::default()
+        }
+    }
+
+    /// The one line: the annotation's value and the log's. Control characters
+    /// are escaped: names in a review come before the API server checks them.
+    pub fn line(&self) -> String {
+        let mut line = String::new();
+        for c in self.words().chars() {
+            if c.is_control() {
+                line.extend(c.escape_default());
+            } else {
+                line.push(c);
+            }
+        }
+        line
+    }
+
+    fn words(&self) -> String {
+        if let Some(problem) = &self.problem {
+            return format!("not injected: {problem}");
+        }
+        let mut parts = Vec::new();
+        let wrapped: Vec<String> = self
+            .containers
+            .iter()
+            .filter_map(|(name, fate)| match fate {
+                Fate::Wrapped(found, told) if told.is_empty() => {
+                    Some(format!("{name} ({})", found.words()))
+                }
+                Fate::Wrapped(found, told) => {
+                    Some(format!("{name} ({}; added {told})", found.words()))
+                }
+                Fate::Skipped(_) => None,
+            })
+            .collect();
+        if !wrapped.is_empty() {
+            parts.push(format!("wrapped {}", wrapped.join(", ")));
+        }
+        let skipped: Vec<String> = self
+            .containers
+            .iter()
+            .filter_map(|(name, fate)| match fate {
+                Fate::Skipped(why) => Some(format!("{name}: {}", why.words())),
+                Fate::Wrapped(..) => None,
+            })
+            .collect();
+        if !skipped.is_empty() {
+            parts.push(format!("not wrapped: {}", skipped.join("; ")));
+        }
+        if !self.not_quit.is_empty() {
+            parts.push(format!(
+                "the sidecars ({}) are not told to quit, as a job container runs \
+                 without tandem: the Pod may not complete until they stop",
+                self.not_quit.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            return "no job container".into();
+        }
+        parts.join("; ")
+    }
+
+    /// The admission warnings: one per container left unwrapped on the first
+    /// review (a reinvocation repeats none).
+    pub fn warnings(&self) -> Vec<String> {
+        if let Some(problem) = &self.problem {
+            return vec![format!("tandem-injector: Pod not injected: {problem}")];
+        }
+        if self.earlier {
+            return Vec::new();
+        }
+        self.containers
+            .iter()
+            .filter_map(|(name, fate)| match fate {
+                Fate::Skipped(why) => Some(format!(
+                    "tandem-injector: container {name:?} not wrapped: {}",
+                    why.words()
+                )),
+                Fate::Wrapped(..) => None,
+            })
+            .collect()
+    }
+
+    /// The operation that sets the annotation on the Pod whose `metadata` this
+    /// is, if one is needed: none when it already says the same, or when an
+    /// earlier review wrote it (it knew how each command was found).
+    pub fn annotate(&self, metadata: &Value) -> Option<Value> {
+        let line = self.line();
+        match &metadata["annotations"] {
+            Value::Null => Some(json!({"op": "add", "path": "/metadata/annotations",
+                "value": {ANNOTATION: line}})),
+            Value::Object(map) => match map.get(ANNOTATION) {
+                Some(Value::String(old)) if *old == line || self.earlier => None,
+                _ => Some(json!({"op": "add", "path": POINTER, "value": line})),
+            },
+            // Not a map: the API server refuses such a Pod anyway.
+            _ => None,
+        }
+    }
+
+    /// Counts its containers in the metrics.
+    pub fn count(&self) {
+        for (_, fate) in &self.containers {
+            metrics::count(match fate {
+                Fate::Wrapped(found, _) => found.counter(),
+                Fate::Skipped(why) => why.counter(),
+            });
+        }
+    }
+}

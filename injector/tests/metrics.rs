@@ -1,0 +1,187 @@
+//! `GET /metrics` over HTTPS after real reviews: the Prometheus text format
+//! (version 0.0.4) read strictly by the parser below, and the counts it shows.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::pods::{self, review};
+use support::{Injector, Pki, scratch};
+
+/// One family as read: its type and its samples (name with labels → value).
+#[derive(Debug, Default)]
+struct Family {
+    kind: String,
+    help: bool,
+    samples: BTreeMap<String, f64>,
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// Reads the exposition text; panics on anything the format does not allow.
+fn parse(text: &str) -> BTreeMap<String, Family> {
+    assert!(text.ends_with('\n'), "the last line ends with a newline");
+    let mut families: BTreeMap<String, Family> = BTreeMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').expect("HELP name text");
+            assert!(is_name(name) && !help.is_empty(), "{line}");
+            let family = families.entry(name.to_string()).or_default();
+            assert!(
+                !family.help && family.samples.is_empty(),
+                "one HELP, first: {line}"
+            );
+            family.help = true;
+            current = name.to_string();
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            assert_eq!(name, current, "TYPE after its HELP: {line}");
+            assert!(["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind));
+            families.get_mut(name).unwrap().kind = kind.to_string();
+        } else {
+            assert!(!line.starts_with('#') && !line.is_empty(), "{line:?}");
+            let (sample, value) = line.rsplit_once(' ').expect("sample value");
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("value: {line}"));
+            let name = match sample.split_once('{') {
+                Some((name, labels)) => {
+                    let labels = labels.strip_suffix('}').expect("labels end with }");
+                    for pair in labels.split(',') {
+                        let (key, quoted) = pair.split_once('=').expect("label=value");
+                        assert!(is_name(key), "{line}");
+                        assert!(
+                            quoted.len() >= 2 && quoted.starts_with('"') && quoted.ends_with('"')
+                        );
+                    }
+                    name
+                }
+                None => sample,
+            };
+            assert!(is_name(name), "{line}");
+            let family = families.get_mut(&current).expect("a sample after its HELP");
+            let base = match family.kind.as_str() {
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s))
+                    .unwrap_or(name),
+                _ => name,
+            };
+            assert_eq!(base, current, "samples of a family stay together: {line}");
+            assert!(
+                family.samples.insert(sample.to_string(), value).is_none(),
+                "twice: {line}"
+            );
+        }
+    }
+    families
+}
+
+#[test]
+fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
+    let dir = scratch("metrics");
+    let pki = Pki::new();
+    let injector = Injector::start(&pki, &dir);
+    let client = pki.client();
+    let cases = pods::cases();
+    for (name, pod) in &cases {
+        assert_eq!(client.review(injector.addr, &review(name, pod)).status, 200);
+    }
+    let secret = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "s", "kind": {"group": "", "version": "v1", "kind": "Secret"}, "operation": "CREATE"}});
+    assert_eq!(client.review(injector.addr, &secret).status, 200);
+    assert_eq!(client.post(injector.addr, "/mutate", b"{").status, 400);
+
+    // A review is timed once its answer is written, so the last one's time may
+    // land just after the client read it: read until all are in (hang guard 10 s).
+    let latency = "tandem_injector_review_duration_seconds";
+    let timed = format!("{latency}_count {}\n", cases.len() + 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let answer = client
+            .connect(injector.addr)
+            .send("GET", "/metrics", b"")
+            .unwrap();
+        if answer.text().contains(&timed) || Instant::now() > deadline {
+            break answer;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let families = parse(&answer.text());
+    let value = |family: &str, sample: &str| -> f64 {
+        let f = families
+            .get(family)
+            .unwrap_or_else(|| panic!("no {family}"));
+        *f.samples
+            .get(sample)
+            .unwrap_or_else(|| panic!("no {sample} in {f:?}"))
+    };
+    let reviews = "tandem_injector_reviews_total";
+    let n = cases.len() as f64;
+    assert_eq!(
+        value(reviews, &format!("{reviews}{{outcome=\"changed\"}}")),
+        n
+    );
+    assert_eq!(
+        value(reviews, &format!("{reviews}{{outcome=\"unchanged\"}}")),
+        1.0
+    );
+    let skipped = "tandem_injector_containers_skipped_total";
+    assert_eq!(
+        value(skipped, &format!("{skipped}{{reason=\"no_command\"}}")),
+        1.0
+    );
+    let errors = "tandem_injector_errors_total";
+    assert_eq!(
+        value(errors, &format!("{errors}{{kind=\"bad_review\"}}")),
+        1.0
+    );
+    let lookups = "tandem_injector_registry_lookups_total";
+    assert_eq!(
+        value(lookups, &format!("{lookups}{{result=\"cache_hit\"}}")),
+        0.0
+    );
+
+    let histogram = &families[latency];
+    assert_eq!(histogram.kind, "histogram");
+    let buckets: Vec<(f64, f64)> = histogram
+        .samples
+        .iter()
+        .filter_map(|(k, v)| {
+            let le = k
+                .strip_prefix(&format!("{latency}_bucket{{le=\""))?
+                .strip_suffix("\"}")?;
+            Some((
+                if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                },
+                *v,
+            ))
+        })
+        .collect();
+    let mut sorted = buckets.clone();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(
+        sorted.windows(2).all(|w| w[0].1 <= w[1].1),
+        "cumulative: {sorted:?}"
+    );
+    let count = value(latency, &format!("{latency}_count"));
+    assert_eq!(sorted.last().unwrap(), &(f64::INFINITY, count));
+    assert_eq!(count, n + 1.0, "every review answered 200 is timed");
+    assert!(value(latency, &format!("{latency}_sum")) > 0.0);
+}
