@@ -61,6 +61,10 @@ MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.
 # Fields the API server sets per object, not part of what admission did.
 VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
 DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
+# The webhook's account of what it did (SPEC §10); a policy cannot write one.
+REPORT = "tandem.dev/injection"
+# The cases tandem must leave untouched.
+UNTOUCHED = ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"]
 
 
 def cases(original):
@@ -130,6 +134,13 @@ def clean(pod):
     for key in VOLATILE:
         pod.get("metadata", {}).pop(key, None)
     pod.pop("status", None)
+    return pod
+
+
+def unreported(pod):
+    """The Pod without the webhook's annotation."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"].get("annotations", {}).pop(REPORT, None)
     return pod
 
 
@@ -246,15 +257,26 @@ class Run:
 
     def untouched(self, name):
         base = self.stored["baseline"]
-        for case in ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"]:
+        for case in UNTOUCHED:
             for path, a, b in diff(base[case], self.stored[name][case]):
                 self.problem(f"{name}: {case} was changed at {path}: {a!r} -> {b!r}")
 
+    def reported(self, name):
+        """The webhook's annotation on every opted-in Job's Pod it reviewed."""
+        for case, _, _ in self.cases:
+            line = self.stored[name][case]["metadata"].get("annotations", {}).get(REPORT)
+            if case not in UNTOUCHED and line is None:
+                self.problem(f"{name}: {case}: no {REPORT} annotation")
+            if name == "webhook-emptydir" and line is not None:
+                print(f"  {case}: {REPORT}: {line}")
+
     def same(self, left, right):
-        """Every case's Pod from `left` equals the one from `right`."""
+        """Every case's Pod from `left` equals the one from `right`, but for
+        the webhook's annotation."""
         n = 0
         for case, _, _ in self.cases:
-            found = diff(self.stored[left][case], self.stored[right][case])
+            found = diff(unreported(self.stored[left][case]),
+                         unreported(self.stored[right][case]))
             for path, a, b in found:
                 self.problem(f"{right} vs {left}: {case}: {path}: {left} {json.dumps(a)}"
                              f" / {right} {json.dumps(b)}")
@@ -375,6 +397,9 @@ class Run:
         finally:
             mesh.stop()
         found = diff(classic["spec"], pod["spec"])
+        report = pod["metadata"].get("annotations", {}).get(REPORT)
+        if name.startswith("webhook"):
+            print(f"  its {REPORT}: {report}")
         for path, a, b in found:
             self.problem(f"{name} then a mesh's webhook: plain: .spec{path}: "
                          f"istio-classic through the webhook {json.dumps(a)} / {json.dumps(b)}")
@@ -449,6 +474,7 @@ def run(api, injector, original, workdir, idle, kcm):
         if kcm and mode == "emptydir":
             r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
+        r.reported(f"webhook-{mode}")
         if mode == "emptydir":
             r.reinvoked(f"webhook-{mode}")
         r.again(f"webhook-{mode}")
