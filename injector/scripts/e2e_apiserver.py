@@ -68,63 +68,62 @@ UNTOUCHED = ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"
 
 
 def cases(original):
-    """(name, namespace, Pod) of every case: the HTTPS tests' Pods and variants."""
+    """(name, namespace, Pod) of every case: the HTTPS tests' Pods (ORIGINAL/),
+    then the unit tests' other shapes (injector/src/inject_tests.rs) made from them."""
     pods = {p.stem: json.loads(p.read_text()) for p in sorted(Path(original).glob("*.json"))}
-    if "plain" not in pods or "no-command" not in pods:
-        raise k8s.Failed(f"{original}: no plain.json or no-command.json (run the HTTPS tests first)")
+    if not {"plain", "istio-classic", "no-command"} <= pods.keys():
+        raise k8s.Failed(f"{original}: no plain, istio-classic or no-command.json "
+                         "(the HTTPS tests write them)")
     out = [(name, NS, pod) for name, pod in pods.items()]
 
-    def variant(name, base, change, ns=NS):
+    def variant(name, base, ns=NS):
+        """A copy of case `base` named `name`, added to the cases, to change."""
         pod = copy.deepcopy(pods[base])
         pod["metadata"]["generateName"] = f"{name}-"
-        change(pod["metadata"])
         out.append((name, ns, pod))
+        return pod["metadata"], pod["spec"]
 
-    variant("entrypoint", "no-command", lambda m: m["annotations"].update(
-        {"tandem.dev/entrypoint.uploader": '["/app/upload", "--fast"]'}))
-    uploader = pods["no-command"]["spec"]["containers"][1]
-    variant("mixed-istio", "istio-classic", lambda m: None)
-    out[-1][2]["spec"]["containers"].insert(1, copy.deepcopy(uploader))
-    job = pods["plain"]["spec"]["containers"][0]
-
-    def sidecar(name, always=False, **extra):
-        c = {"name": name, "image": "registry.example.com/sidecar:1", **extra}
+    def sidecar(name, always=False):
+        c = {"name": name, "image": "registry.example.com/sidecar:1"}
         return dict(c, restartPolicy="Always") if always else c
 
-    def several_sidecars(dapr_port):
-        def change(m):
-            spec = out[-1][2]["spec"]
-            j = copy.deepcopy(job)
-            j["env"] = [{"name": "DAPR_HTTP_PORT", "value": dapr_port}]
-            spec["containers"] = [sidecar("vault-agent"), j, sidecar("cloud-sql-proxy"),
-                                  copy.deepcopy(pods["istio-classic"]["spec"]["containers"][1])]
-            spec["initContainers"] = [sidecar("daprd", True), sidecar("linkerd-init")]
-        return change
+    job = pods["plain"]["spec"]["containers"][0]
+    uploader = pods["no-command"]["spec"]["containers"][1]
+    istio = pods["istio-classic"]["spec"]["containers"][1]
 
-    # The unit tests' other shapes (injector/src/inject_tests.rs), built here.
-    variant("several-sidecars", "plain", lambda m: None)
-    several_sidecars("3600")(None)
-    variant("dapr-port-not-a-number", "plain", lambda m: None)
-    several_sidecars("http")(None)
-    variant("native-linkerd", "plain", lambda m: None)
-    out[-1][2]["spec"]["initContainers"] = [sidecar("linkerd-proxy", True)]
-    variant("sets-its-mesh", "istio-classic", lambda m: None)
-    out[-1][2]["spec"]["containers"][0]["env"] = [{"name": "TANDEM_MESH", "valueFrom": {
-        "configMapKeyRef": {"name": "c", "key": "k"}}}]
-    variant("runs-tandem", "plain", lambda m: None)
-    out[-1][2]["spec"]["containers"][0]["command"] = ["/usr/local/bin/tandem", "--", "/app/myjob"]
-    variant("volume-name-taken", "plain", lambda m: None)
-    out[-1][2]["spec"]["volumes"].append({"name": "tandem-bin", "emptyDir": {}})
-    variant("no-token-no-lists", "plain", lambda m: None)
-    spec = out[-1][2]["spec"]
+    meta, _ = variant("entrypoint", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '["/app/upload", "--fast"]'
+    _, spec = variant("mixed-istio", "istio-classic")
+    spec["containers"].insert(1, copy.deepcopy(uploader))
+    for name, port in [("several-sidecars", "3600"), ("dapr-port-not-a-number", "http")]:
+        _, spec = variant(name, "plain")
+        own = dict(copy.deepcopy(job), env=[{"name": "DAPR_HTTP_PORT", "value": port}])
+        spec["containers"] = [sidecar("vault-agent"), own, sidecar("cloud-sql-proxy"),
+                              copy.deepcopy(istio)]
+        spec["initContainers"] = [sidecar("daprd", True), sidecar("linkerd-init")]
+    _, spec = variant("native-linkerd", "plain")
+    spec["initContainers"] = [sidecar("linkerd-proxy", True)]
+    _, spec = variant("sets-its-mesh", "istio-classic")
+    spec["containers"][0]["env"] = [
+        {"name": "TANDEM_MESH", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]
+    _, spec = variant("runs-tandem", "plain")
+    spec["containers"][0]["command"] = ["/usr/local/bin/tandem", "--", "/app/myjob"]
+    _, spec = variant("volume-name-taken", "plain")
+    spec["volumes"].append({"name": "tandem-bin", "emptyDir": {}})
+    _, spec = variant("no-token-no-lists", "plain")
     spec["automountServiceAccountToken"] = False
     del spec["volumes"], spec["containers"][0]["volumeMounts"]
-    variant("not-opted-in", "plain", lambda m: m["labels"].pop(LABEL))
-    variant("opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}))
-    variant("not-job-owned", "plain", lambda m: m.pop("ownerReferences"))
-    variant("namespace-mode", "istio-classic", lambda m: m["labels"].pop(LABEL), NS_LABELLED)
-    variant("namespace-opted-out", "plain", lambda m: m["labels"].update({LABEL: "disabled"}),
-            NS_LABELLED)
+
+    meta, _ = variant("not-opted-in", "plain")
+    del meta["labels"][LABEL]
+    meta, _ = variant("opted-out", "plain")
+    meta["labels"][LABEL] = "disabled"
+    meta, _ = variant("not-job-owned", "plain")
+    del meta["ownerReferences"]
+    meta, _ = variant("namespace-mode", "istio-classic", NS_LABELLED)
+    del meta["labels"][LABEL]
+    meta, _ = variant("namespace-opted-out", "plain", NS_LABELLED)
+    meta["labels"][LABEL] = "disabled"
     return out
 
 
@@ -189,7 +188,8 @@ class Webhook:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
-                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--install", mode],
+                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--install", mode,
+                 "--drain", "0s"],  # unregistered before it stops: nothing to drain
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         port = self._port()
         ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
@@ -221,7 +221,8 @@ class Webhook:
 
 def policy(api, injector, mode):
     """Applies `tandem-injector policy --install MODE`; its objects."""
-    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode],
+    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode,
+                 "--drain", "0s"],  # unregistered before it stops: nothing to drain
                           check=True, capture_output=True, text=True).stdout
     objects = [d for d in yaml.safe_load_all(text) if d]
     for obj in objects:
@@ -416,6 +417,20 @@ class Run:
             if not ok:
                 self.problem(f"webhook: a review after {wait:g} s idle was not answered in time")
 
+    def type_checking(self, objects):
+        """What the API server's type check of each policy found (status)."""
+        for obj in objects:
+            if not obj["kind"].endswith("Policy"):
+                continue
+            stored, _ = self.api.must(
+                "GET", f"{k8s.collection(obj['kind'])}/{obj['metadata']['name']}")
+            status = stored.get("status", {})
+            warnings = status.get("typeChecking", {}).get("expressionWarnings", [])
+            print(f"  {obj['kind']} type check: {len(warnings)} warnings"
+                  f"{'' if status else ' (no status)'}")
+            for w in warnings:
+                print(f"    {w.get('fieldRef')}: {w.get('warning')}")
+
     def metrics(self):
         """The API server's counters of policy errors (a CEL error is silent)."""
         _, _, text = self.api.call("GET", "/metrics")
@@ -502,6 +517,7 @@ def run(api, injector, original, workdir, idle, kcm):
             r.same("policy-emptydir", "both-emptydir")
             hook.stop()
         r.metrics()
+        r.type_checking(objects)
         for obj in reversed(objects):
             k8s.delete(api, obj)
         time.sleep(2)
