@@ -95,12 +95,14 @@ class Cluster:
         self.ssl = ssl.create_default_context(cafile=str(d / "ca.crt"))
         self._wait_ready()
         if kube_controller_manager:
-            # Only what turns a Job into Pods (and their service accounts).
+            # Only what turns a Job into Pods (and their service accounts), and the
+            # type check of the validating policy (its status).
             config = self.kubeconfig()
             self._start("kube-controller-manager", [
                 kube_controller_manager, f"--kubeconfig={config}",
                 "--secure-port=0", "--leader-elect=false",
-                "--controllers=job,cronjob,serviceaccount,serviceaccount-token",
+                "--controllers=job,cronjob,serviceaccount,serviceaccount-token,"
+                "validatingadmissionpolicy-status-controller",
                 f"--service-account-private-key-file={d / 'sa.key'}",
                 f"--root-ca-file={d / 'ca.crt'}",
             ])

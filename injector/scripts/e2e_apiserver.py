@@ -93,6 +93,11 @@ def cases(original):
 
     meta, _ = variant("entrypoint", "no-command")
     meta["annotations"]["tandem.dev/entrypoint.uploader"] = '["/app/upload", "--fast"]'
+    # The policy reads the annotation with a regular expression, not a JSON parser.
+    meta, _ = variant("entrypoint-spaced", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '[ "/app/up load",\n "a,b]" ]'
+    meta, _ = variant("entrypoint-empty", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '[]'
     _, spec = variant("mixed-istio", "istio-classic")
     spec["containers"].insert(1, copy.deepcopy(uploader))
     for name, port in [("several-sidecars", "3600"), ("dapr-port-not-a-number", "http")]:
@@ -221,8 +226,7 @@ class Webhook:
 
 def policy(api, injector, mode):
     """Applies `tandem-injector policy --install MODE`; its objects."""
-    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode,
-                 "--drain", "0s"],  # unregistered before it stops: nothing to drain
+    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode],
                           check=True, capture_output=True, text=True).stdout
     objects = [d for d in yaml.safe_load_all(text) if d]
     for obj in objects:
