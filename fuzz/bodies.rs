@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
 use tandem::value::url::{HttpUrl, redact};
-use tandem::value::{boolean, duration};
+use tandem::value::{boolean, duration, words};
 use tandem::{cli, config, http, ready};
 
 /// Go's largest duration: what `parse_duration` may return at most.
@@ -178,6 +178,34 @@ pub fn linkerd_await(data: &[u8]) {
 /// error.
 pub fn compose_wait(data: &[u8]) {
     configure(data, cli::compose_wait::parse);
+}
+
+/// Command lines (`--on-exit`, `WAIT_COMMAND`): split words, each quoted back in
+/// single quotes and joined by blanks, split into the same words; a line without
+/// quotes or backslashes splits at its blanks alone; a refused line has a quote
+/// or backslash in it.
+pub fn words(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let plain = !text.contains(['\'', '"', '\\']);
+    let Ok(split) = words::split(text) else {
+        assert!(!plain, "{text:?} refused without a quote or backslash");
+        return;
+    };
+    if plain {
+        let blanks: Vec<&str> = text
+            .split([' ', '\t', '\n'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert_eq!(split, blanks, "{text:?}");
+    }
+    let quoted: Vec<String> = split
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
+        .collect();
+    let again = words::split(&quoted.join(" "));
+    assert_eq!(again.as_ref(), Ok(&split), "{text:?} does not round-trip");
 }
 
 /// How a body reads a command line: its arguments, and the environment.

@@ -1,6 +1,7 @@
-//! Starting the app: job control taken, the relay pointed at it, PATH lookup, its
-//! own process group, job control and signal state set up in the child
-//! (`terminal`, `signals`), and exec failures mapped to 126/127 (SPEC §4, §7).
+//! Starting the app (and, by `run`, waiting for it through `reap`): job control
+//! taken, the relay pointed at it, PATH lookup, its own process group, job control
+//! and signal state set up in the child (`terminal`, `signals`), and exec failures
+//! mapped to 126/127 (SPEC §4, §7). `spawn` starts the `--on-exit` program too.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, ErrorKind};
@@ -10,10 +11,25 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::event::Events;
-use crate::exit::Error;
+use crate::exit::{Error, Outcome};
+use crate::reap;
 use crate::settings::ForwardTo;
 use crate::signals::{AppSignals, Relay};
 use crate::terminal::JobControl;
+
+/// Runs the app to its end: `start`, then `reap::wait_for` it; a failure to
+/// start or to wait for it is the run's outcome (126, 127, 70).
+pub fn run(
+    command: &OsStr,
+    args: &[OsString],
+    relay: &Relay,
+    pending: &Events,
+    forward_to: ForwardTo,
+) -> Outcome {
+    start(command, args, relay, pending, forward_to)
+        .and_then(|(pid, job)| reap::wait_for(pid, relay, job))
+        .unwrap_or_else(Outcome::Failed)
+}
 
 /// Starts the app once the wait is over, with the relay pointed at it from the
 /// spawn on (signals `pending` since the wait ended included); gives its pid and
@@ -28,23 +44,26 @@ pub fn start(
     // Only now: tandem leaves the terminal alone while it waits.
     let job = JobControl::take();
     let group = forward_to == ForwardTo::Group;
-    let spawn = || self::spawn(command, args, job, relay.app_signals());
+    let spawn = || {
+        let mut cmd = Command::new(command);
+        cmd.args(args);
+        self::spawn(cmd, job, relay.app_signals())
+    };
     let pid = relay.spawn_then_relay(group, job, pending, spawn)?;
     Ok((pid, job))
 }
 
-/// Starts COMMAND with ARGS in a new process group; with `job`, the group takes
-/// the terminal's foreground when tandem had it, so a Ctrl-C reaches the app once
-/// and not tandem. The app starts with `signals` (no signal blocked, the stops
-/// as tandem's parent left them).
+/// Starts `cmd` (the app, or the `--on-exit` program with its environment and
+/// stdin) in a new process group; with `job`, the group takes the terminal's
+/// foreground when tandem had it, so a Ctrl-C reaches the app once and not
+/// tandem. It starts with `signals` (no signal blocked, the stops as tandem's
+/// parent left them).
 pub fn spawn(
-    command: &OsStr,
-    args: &[OsString],
+    mut cmd: Command,
     job: Option<JobControl>,
     signals: AppSignals,
 ) -> Result<libc::pid_t, Error> {
-    let mut cmd = Command::new(command);
-    cmd.args(args).process_group(0);
+    cmd.process_group(0);
     let in_child = move || {
         if let Some(job) = job {
             job.in_child();
@@ -56,7 +75,9 @@ pub fn spawn(
     // allocates nothing. (A `pre_exec` makes std fork instead of posix_spawn; std
     // itself resets only SIGPIPE and keeps the mask, so the stops need this.)
     unsafe { cmd.pre_exec(in_child) };
-    match cmd.spawn() {
+    let spawned = cmd.spawn();
+    let command = cmd.get_program();
+    match spawned {
         // std's Child is dropped without wait: reaping is `reap`'s job, by pid.
         Ok(child) => libc::pid_t::try_from(child.id())
             .map_err(|_| Error::Io("spawning the app", io::Error::other("pid out of range"))),

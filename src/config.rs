@@ -27,9 +27,9 @@ use crate::cli::peers::LINKERD_DISABLED;
 use crate::cli::{Cli, options};
 use crate::exit::{Error, invalid};
 use crate::logger::{self, Format};
-use crate::settings::{Config, ForwardTo, QuitConfig, ReadyConfig};
+use crate::settings::{Config, ForwardTo, OnExit, QuitConfig, ReadyConfig};
 use crate::termination_message;
-use crate::value::duration;
+use crate::value::{duration, words};
 use endpoints::Endpoints;
 use sources::{Sources, parse_with};
 
@@ -42,6 +42,8 @@ const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// connection. (100 ms would be 10 a second but a 50 ms median before the round trip
 /// and the spawn: no interval meets both exactly.)
 const DEFAULT_POLL_MAX: Duration = Duration::from_millis(85);
+/// Default bound on the `--on-exit` program's run (SPEC §11).
+const DEFAULT_ON_EXIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The fail timeout's own setting, as its lines name it.
 const FAIL_TIMEOUT_SETTING: &str = "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT";
 
@@ -126,6 +128,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
     let quit_timeout = src.parsed(&options::QUIT_TIMEOUT, duration::parse)?;
     let poll_max = poll_max(&src)?;
     let forward_to = forward_to(&src)?;
+    let on_exit = on_exit(&src)?;
     let mut checks = endpoints.checks();
     let mut quit = quit_config(&src, endpoints, quit_timeout)?;
     let warnings = peers::no_effect_warnings(&src)?;
@@ -154,6 +157,7 @@ pub fn build(cli: &Cli, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Config
         termination_log: termination_log.unwrap_or_default(),
         warnings,
         disabled_by: disabled.map(|found| found.name),
+        on_exit,
     })
 }
 
@@ -201,6 +205,23 @@ fn poll_max(src: &Sources) -> Result<Duration, Error> {
         ));
     }
     Ok(d)
+}
+
+/// `--on-exit` and its timeout; the timeout is checked even without a program.
+/// An empty `TANDEM_ON_EXIT` is unset; an option or variable with no words is bad.
+fn on_exit(src: &Sources) -> Result<Option<OnExit>, Error> {
+    let timeout = src.parsed(&options::ON_EXIT_TIMEOUT, duration::parse)?;
+    let Some(found) = src.get(&options::ON_EXIT)? else {
+        return Ok(None);
+    };
+    let words = parse_with(&found, words::split)?;
+    if words.is_empty() {
+        return Err(invalid(found.name, &found.value, "a command"));
+    }
+    Ok(Some(OnExit {
+        words,
+        timeout: nonzero(Some(timeout.unwrap_or(DEFAULT_ON_EXIT_TIMEOUT))),
+    }))
 }
 
 fn forward_to(src: &Sources) -> Result<ForwardTo, Error> {

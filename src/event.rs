@@ -1,6 +1,7 @@
 //! What the main thread waits for while no app runs: the relay thread
-//! (`signals`), the readiness poller (`ready`) before the app, and the watch on
-//! the other job containers (`siblings`) after it all send on one channel.
+//! (`signals`), the readiness poller (`ready`) before the app, and after it the
+//! `--on-exit` program's waiting thread (`on_exit`) and the watch on the other
+//! job containers (`siblings`) all send on one channel.
 
 use std::sync::mpsc;
 
@@ -15,6 +16,8 @@ pub enum Event {
     /// waited for happened (one ended, or one started), `false` when the wait
     /// failed (the waiting thread logged why).
     Sibling(bool),
+    /// The `--on-exit` program has been reaped (SPEC §11).
+    OnExitEnded,
 }
 
 /// The receiving end, read by the main thread.

@@ -108,6 +108,14 @@ impl Outcome {
         }
     }
 
+    /// The signal behind the status: the app's, or the one that ended the wait.
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            Outcome::Killed(sig) | Outcome::Interrupted(sig) => Some(*sig),
+            _ => None,
+        }
+    }
+
     /// The app ran and failed: a non-zero exit or a signal.
     pub fn app_failed(&self) -> bool {
         matches!(self, Outcome::Exited(_) | Outcome::Killed(_)) && self.status() != 0

@@ -19,6 +19,7 @@ pub mod http;
 pub mod install;
 pub mod kill;
 pub mod logger;
+pub mod on_exit;
 pub mod quit;
 pub mod ready;
 pub mod reap;

@@ -9,7 +9,7 @@ use tandem::event::{self, Channel};
 use tandem::exit::{self, Error, Outcome};
 use tandem::settings::Config;
 use tandem::signals::{self, Relay};
-use tandem::{child, install, logger, quit, ready, reap};
+use tandem::{child, install, logger, on_exit, quit, ready, reap};
 
 /// Run by the C runtime (glibc and musl alike) before Rust's runtime starts.
 #[used]
@@ -44,17 +44,16 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
             let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel);
             Ok(exit::finish(&Outcome::Exited(0), quit_failed))
         }
-        // Wait → run → quit → the app's status (SPEC §3–§5).
+        // Wait → run → --on-exit → quit → the app's status (SPEC §3–§5, §11).
         Task::Run(cmd, args) => {
             let Started(cfg, relay, channel) = start(&cli).map_err(exit::fail)?;
             reap::become_subreaper();
             let outcome = match ready::wait(&cfg.ready, &channel) {
                 Err(end) => end,
-                Ok(()) => child::start(cmd, args, &relay, &channel.events, cfg.forward_to)
-                    .and_then(|(pid, job)| reap::wait_for(pid, &relay, job))
-                    .unwrap_or_else(Outcome::Failed),
+                Ok(()) => child::run(cmd, args, &relay, &channel.events, cfg.forward_to),
             };
             outcome.log(cfg.has_sidecars());
+            on_exit::run(&cfg, &outcome, &relay, &channel);
             let quit_failed = quit::after(&cfg.quit, &outcome, &channel);
             Ok(exit::finish(&outcome, quit_failed))
         }

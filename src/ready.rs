@@ -134,8 +134,8 @@ fn wait_until_ready(
                 break WaitEnd::Interrupted(sig);
             }
             Ok(Event::Signal(sig)) => log::debug!("ignoring signal {sig}: the app has not started"),
-            // Sent only once the app has ended (SPEC §9).
-            Ok(Event::Sibling(_)) => {}
+            // Sent only once the app has ended (SPEC §9, §11).
+            Ok(Event::Sibling(_) | Event::OnExitEnded) => {}
             Err(RecvTimeoutError::Timeout) => break on_limit,
             // Cannot happen while the caller holds `sender`; if it did, nothing could
             // ever report "ready", so this is a failed wait, not an endless one.

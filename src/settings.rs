@@ -124,6 +124,15 @@ pub struct ReadyConfig {
     pub poll_max: Duration,
 }
 
+/// The program to run after the app, before the quit requests (SPEC §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnExit {
+    /// The program, then its arguments: at least one word.
+    pub words: Vec<String>,
+    /// Bound on its run; `None` (set as `0`) waits as long as it takes. Default: 30 s.
+    pub timeout: Option<Duration>,
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -144,6 +153,8 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// The linkerd-await variable that turned waiting and stopping off. Default: none.
     pub disabled_by: Option<&'static str>,
+    /// The program to run after the app. Default: none.
+    pub on_exit: Option<OnExit>,
 }
 
 impl Config {

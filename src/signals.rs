@@ -16,11 +16,13 @@
 //! - `disposition`: what tandem's parent left ignored, SIG_IGN/SIG_DFL, masks,
 //!   and what the app gets back (`AppSignals`).
 //! - `which`: the signals relayed, those that end the wait, the fatal ones.
+//! - `names`: a signal's name, for the `--on-exit` program.
 //! - `before_runtime`: keeps std's SIGSEGV/SIGBUS handlers out, which the
 //!   registry would otherwise chain to.
 
 mod disposition;
 mod fatal;
+mod names;
 mod origin;
 mod relay;
 mod which;
@@ -35,6 +37,7 @@ use crate::exit::Error;
 use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
 pub use disposition::AppSignals;
+pub use names::name;
 pub use relay::{Relay, Signals};
 use which::FATAL;
 pub use which::{TERMINATING, relayed};

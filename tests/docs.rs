@@ -415,7 +415,7 @@ fn quoted_log_blocks_are_what_tandem_prints() {
 
 /// How an inline quote of a tandem line starts: the messages the docs quote
 /// between backticks (a quote may leave parts out with `…`).
-const MESSAGE_STARTS: [&str; 11] = [
+const MESSAGE_STARTS: [&str; 13] = [
     "leaving the sidecars",
     "quit POST",
     "error: ",
@@ -427,6 +427,8 @@ const MESSAGE_STARTS: [&str; 11] = [
     "the app exited",
     "not ready within",
     "unknown variable",
+    "the --on-exit program",
+    "--on-exit: ",
 ];
 
 /// DOC's inline (backticked) quotes of tandem lines, outside fenced blocks, with
@@ -451,6 +453,9 @@ fn inline_quotes(doc: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The `--on-exit` recipe, which quotes how the program ended.
+const ON_EXIT: &str = "docs/recipes/on-exit.md";
 
 /// tandem quitting the first fake at PATH, after running `true`.
 fn quit_at(fakes: &[FakeAdmin], path: &str) -> Command {
@@ -542,6 +547,22 @@ fn inline_scenarios() -> Vec<(&'static str, Scenario)> {
             scenario(Vec::new(), |_| {
                 let mut cmd = tandem();
                 cmd.env("TANDEM_MESHH", "istio").arg("true");
+                cmd
+            }),
+        ),
+        (
+            ON_EXIT,
+            scenario(Vec::new(), |_| {
+                let mut cmd = tandem();
+                cmd.args(["--on-exit", "true", "true"]);
+                cmd
+            }),
+        ),
+        (
+            ON_EXIT,
+            scenario(Vec::new(), |_| {
+                let mut cmd = tandem();
+                cmd.args(["--on-exit", "/upload --to x", "true"]);
                 cmd
             }),
         ),

@@ -66,3 +66,8 @@ fn linkerd_await_command_lines_replay_clean() {
 fn compose_wait_usages_replay_clean() {
     replay("compose_wait", bodies::compose_wait);
 }
+
+#[test]
+fn command_lines_split_the_same_after_quoting() {
+    replay("words", bodies::words);
+}

@@ -29,6 +29,8 @@ mod lifecycle;
 mod linkerd_await;
 /// Text and JSON lines, redaction, levels and their precedence (SPEC §2, §8).
 mod logs;
+/// The `--on-exit` program: when it runs, what it gets, signals, timeout, PID 1 (SPEC §11).
+mod on_exit;
 /// The `--mesh` presets on their fixed ports, skipped where a port is taken (SPEC §6).
 mod presets;
 /// The quit phase: targets, order, concurrency, deadline, policies (SPEC §5).

@@ -18,6 +18,7 @@ const BELOW_START_UP: &[&str] = &[
     "child",
     "exit",
     "logger",
+    "on_exit",
     "quit",
     "ready",
     "reap",

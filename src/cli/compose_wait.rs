@@ -12,6 +12,7 @@ use super::args::{Cli, InvokedAs};
 use super::peers::WAIT_COMMAND;
 use super::task::Task;
 use crate::exit::Error;
+use crate::value::words;
 
 /// The name that selects this usage: docker-compose-wait's binary.
 pub const NAME: &str = "wait";
@@ -59,7 +60,7 @@ pub fn parse(
 }
 
 /// `WAIT_COMMAND` as docker-compose-wait splits it: words at blanks, quotes and
-/// backslashes as a shell reads them, nothing expanded.
+/// backslashes as a shell reads them, nothing expanded (`words`).
 fn command(line: &OsStr) -> Result<Task, Error> {
     let bad = |expected: &str| {
         Error::Usage(format!(
@@ -68,61 +69,12 @@ fn command(line: &OsStr) -> Result<Task, Error> {
         ))
     };
     let text = line.to_str().ok_or_else(|| bad("UTF-8 text"))?;
-    let mut words = split_words(text)
-        .ok_or_else(|| bad("a command line with its quotes closed"))?
+    let mut words = words::split(text)
+        .map_err(bad)?
         .into_iter()
         .map(OsString::from);
     let program = words.next().ok_or_else(|| bad("a command"))?;
     Ok(Task::Run(program, words.collect()))
-}
-
-/// Splits `text` into words as a POSIX shell would, without expanding anything:
-/// blanks separate words, `'…'` keeps everything, `"…"` keeps everything but a
-/// backslash before `"`, `\`, `$`, `` ` `` or a newline, and a backslash outside
-/// quotes keeps the next character. `None` when a quote is left open or the text
-/// ends in a backslash.
-fn split_words(text: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => words.extend(word.take()),
-            '\'' => {
-                let quoted = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => quoted.push(c),
-                    }
-                }
-            }
-            '"' => {
-                let quoted = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            '\n' => {}
-                            c @ ('"' | '\\' | '$' | '`') => quoted.push(c),
-                            c => {
-                                quoted.push('\\');
-                                quoted.push(c);
-                            }
-                        },
-                        c => quoted.push(c),
-                    }
-                }
-            }
-            '\\' => match chars.next()? {
-                '\n' => {}
-                c => word.get_or_insert_with(String::new).push(c),
-            },
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    Some(words)
 }
 
 #[cfg(test)]
@@ -186,29 +138,6 @@ mod tests {
                 Err(Error::Usage(msg)) => assert!(msg.contains(needle), "{msg}"),
                 other => panic!("{args:?} {env:?}: {other:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn words_split_as_a_shell_splits_them() {
-        let cases: &[(&str, &[&str])] = &[
-            ("", &[]),
-            ("  a   b\tc\n", &["a", "b", "c"]),
-            ("find . -name '*.rs'", &["find", ".", "-name", "*.rs"]),
-            (
-                r#"echo "a \"b\" \$HOME \x" ''"#,
-                &["echo", r#"a "b" $HOME \x"#, ""],
-            ),
-            (r"a\ b c\\d", &["a b", r"c\d"]),
-            ("x'y'\"z\"", &["xyz"]),
-            ("$HOME *", &["$HOME", "*"]),
-        ];
-        for (text, want) in cases {
-            let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
-            assert_eq!(split_words(text), Some(want), "{text:?}");
-        }
-        for open in ["'a", "\"a", "a\\", "\"a\\"] {
-            assert_eq!(split_words(open), None, "{open:?}");
         }
     }
 }

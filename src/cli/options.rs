@@ -212,6 +212,22 @@ pub const SHARED_DIR: Spec = Spec {
            to record who has finished [TANDEM_SHARED_DIR]",
     ..Spec::new("--shared-dir", Kind::Value)
 };
+/// `--on-exit COMMAND`
+pub const ON_EXIT: Spec = Spec {
+    value: "COMMAND",
+    vars: &["TANDEM_ON_EXIT"],
+    help: "run COMMAND after the app, before the sidecars quit: one\n\
+           string, split as sh splits words, nothing expanded [TANDEM_ON_EXIT]",
+    ..Spec::new("--on-exit", Kind::Value)
+};
+/// `--on-exit-timeout DUR`
+pub const ON_EXIT_TIMEOUT: Spec = Spec {
+    value: "DUR",
+    vars: &["TANDEM_ON_EXIT_TIMEOUT"],
+    help: "bound on the --on-exit program's run, default 30s\n\
+           [TANDEM_ON_EXIT_TIMEOUT]",
+    ..Spec::new("--on-exit-timeout", Kind::Value)
+};
 /// `--wait-only`
 pub const WAIT_ONLY: Spec = Spec::new("--wait-only", Kind::Task(&Task::WaitOnly));
 /// `--quit-only`
@@ -260,6 +276,8 @@ pub const OPTIONS: &[&Spec] = &[
     &JOB_CONTAINERS,
     &CONTAINER_NAME,
     &SHARED_DIR,
+    &ON_EXIT,
+    &ON_EXIT_TIMEOUT,
     &WAIT_ONLY,
     &QUIT_ONLY,
     &INSTALL_TO,

@@ -7,6 +7,7 @@ use crate::value::url::{self, HttpUrl};
 use std::collections::HashMap;
 
 mod kinds;
+mod on_exit;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -68,6 +69,7 @@ fn defaults() -> Config {
         termination_log: crate::termination_message::Target::Kubernetes,
         warnings: vec![],
         disabled_by: None,
+        on_exit: None,
     }
 }
 
@@ -167,6 +169,14 @@ fn every_variable_is_read_and_has_its_effect() {
         ("TANDEM_FORWARD_TO", "group", |c| {
             c.forward_to = ForwardTo::Group
         }),
+        ("TANDEM_ON_EXIT", "upload", |c| {
+            c.on_exit = Some(OnExit {
+                words: vec!["upload".into()],
+                timeout: Some(30 * SEC),
+            })
+        }),
+        // Checked without a program too; with none, it has nothing to bound.
+        ("TANDEM_ON_EXIT_TIMEOUT", "1m", |_| {}),
     ];
     for (name, value, effect) in cases {
         let mut expected = defaults();
@@ -198,6 +208,7 @@ fn every_option_has_the_effect_of_its_variable() {
         ("--mesh", "TANDEM_MESH", "istio"),
         ("--poll-max", "TANDEM_POLL_MAX", "1s"),
         ("--forward-to", "TANDEM_FORWARD_TO", "group"),
+        ("--on-exit", "TANDEM_ON_EXIT", "upload"),
     ];
     for (option, name, value) in cases {
         let args = if *value == "true" && !option.ends_with("log") {

@@ -13,8 +13,13 @@ const PREFIX: &str = "TANDEM_";
 
 /// `TANDEM_` variables that are not settings of the wrapper but are set around it,
 /// so they reach its environment without being typos: the test harness's real
-/// Envoy (`make unit` exports it to everything it runs).
-const SET_AROUND: &[&str] = &["TANDEM_TEST_ENVOY"];
+/// Envoy (`make unit` exports it to everything it runs), and what tandem gives its
+/// own `--on-exit` program (SPEC §11), which may run another tandem.
+const SET_AROUND: &[&str] = &[
+    "TANDEM_TEST_ENVOY",
+    "TANDEM_EXIT_CODE",
+    "TANDEM_EXIT_SIGNAL",
+];
 
 /// tandem-injector's own settings (SPEC §10): a container that copies the
 /// injector's environment has not mistyped anything.

@@ -48,7 +48,8 @@ pub struct Signals {
     pub(super) app: AppSignals,
 }
 
-/// The running relay thread and the state it relays by.
+/// The running relay thread and the state it relays by; a clone shares both.
+#[derive(Clone)]
 pub struct Relay {
     target: Arc<Mutex<Target>>,
     app: AppSignals,
@@ -109,6 +110,15 @@ impl Relay {
             }
         }
         Ok(pid)
+    }
+
+    /// Sends `sig` to the whole process group of what runs now, whatever
+    /// `--forward-to` says; nothing once it is gone (its pid may be reused). For
+    /// the `--on-exit` program's timeout (SPEC §11).
+    pub fn signal_group(&self, sig: i32) {
+        if let Target::Running { pid, .. } = *lock(&self.target) {
+            deliver(pid, true, None, sig);
+        }
     }
 
     /// Stops relaying; call before the app's pid is reaped.

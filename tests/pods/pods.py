@@ -66,6 +66,8 @@ IMAGES = {
     "registry.example.com/migrate:1.0": "job",
     "registry.example.com/report:1.0": "job",
     "registry.example.com/myjob-distroless:1.0": "job-distroless",
+    "registry.example.com/report-distroless:1.0": "job-upload",
+    "registry.example.com/storage-gateway:1.0": "storage-gateway",
     "ghcr.io/tandem-sidecar/tandem:0.1.0": "tandem",
     "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.3": "cloud-sql-proxy",
     "envoyproxy/envoy:v1.40.0": "envoy",
@@ -233,6 +235,14 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
         if with_tandem:
             put(root, "/tandem", tandem)
         podman.build(key, root, scratch + "ENV APP_MODE=exit3\n")
+    # The upload Pod's job image: the app, tandem, and the --on-exit program
+    # (tests/fake-sidecar's second binary, built beside it).
+    root = context("job-upload")
+    busybox_root(root, busybox)
+    put(root, "/app/report", HERE / "bin" / "app.sh")
+    put(root, "/tandem", tandem)
+    put(root, "/upload", Path(fake).with_name("upload"))
+    podman.build("job-upload", root, scratch + "ENV APP_MODE=exit3\n")
     root = context("job-term")
     podman.build(
         "job-term", root, f"FROM {podman.image('job')}\nENV APP_MODE=wait-term\n"
@@ -247,6 +257,13 @@ def build_images(podman, work, tandem, fake, envoy, busybox):
         put(root, f"/{script}", HERE / "bin" / f"{script}.sh")
     podman.build("fake", root, scratch)
     root = context("cloud-sql-proxy")
+    root = context("storage-gateway")
+    podman.build(
+        "storage-gateway",
+        root,
+        f"FROM {podman.image('fake')}\nUSER 65532\nENV QUIT_ENABLED=true\n"
+        'ENTRYPOINT ["/generic-sidecar", "9000"]\n',
+    )
     podman.build(
         "cloud-sql-proxy",
         root,
@@ -569,6 +586,13 @@ def cases(podman, work):
         Case(podman, work, "cloudsql-tcp", "cloudsql-tcp-job.yaml",
              "--ready tcp://127.0.0.1:5432: the proxy stand-in without --health-check",
              expect=("waiting for tcp://127.0.0.1:5432", "listening in the Pod: 5432")),
+        Case(podman, work, "on-exit", "on-exit-job.yaml",
+             "--on-exit: /upload PUTs the job's output through the sidecar before the quit",
+             expect=("app: wrote /out/report.csv",
+                     'upload: read /out/report.csv: 35 bytes, first line '
+                     '"report: rows=42, written by report"; the job\'s status 3',
+                     "upload: PUT http://127.0.0.1:9000/reports/nightly.csv: 201",
+                     "the --on-exit program exited with 0")),
         Case(podman, work, "vault-render", "vault-agent-render-job.yaml",
              "--ready file:///vault/secrets/db: the agent stand-in renders into an emptyDir",
              expect=("waiting for file:///vault/secrets/db",
@@ -640,6 +664,30 @@ def check_two_jobs_completed(case):
         "istio-proxy exited 0")
 
 
+def check_on_exit_order(case):
+    """The upload came before the quit: in the job's log, the upload's answer
+    and its outcome precede tandem's quit line; in the gateway's, the PUT
+    precedes the POST that stopped it."""
+    log = case.log().splitlines()
+    gateway = case.log("storage-gateway").splitlines()
+
+    def first(lines, text):
+        found = [i for i, line in enumerate(lines) if text in line]
+        if not found:
+            raise Failed(f"{case.key}: no {text!r} in {lines}")
+        return found[0]
+
+    put_line = first(log, "upload: PUT ")
+    outcome = first(log, "the --on-exit program exited with 0")
+    quit = first(log, "quit POST http://127.0.0.1:9000/quitquitquit")
+    if not put_line < outcome < quit:
+        raise Failed(f"{case.key}: the job's log is out of order: {log}")
+    if not first(gateway, "PUT /reports/nightly.csv -> 201") < first(
+            gateway, "POST /quitquitquit -> 200"):
+        raise Failed(f"{case.key}: the gateway was quit before the upload: {gateway}")
+    say(f"ok: {case.key}: the upload reached the gateway before its quit")
+
+
 def test(podman, work):
     """The test: every case, the control and the signal case, all Pods at once."""
     done, control, term, two = cases(podman, work)
@@ -657,6 +705,7 @@ def test(podman, work):
             wait_for(case.done, COMPLETE_WITHIN - (time.monotonic() - started),
                      f"{case.key}: every container of the Pod exited")
         check_two_jobs_completed(two)
+        check_on_exit_order(next(c for c in done if c.key == "on-exit"))
         check_completed(term, 42, ["app: got SIGTERM"])
         for case in done:
             check_completed(case, case.code, case.expect)

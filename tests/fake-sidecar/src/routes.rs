@@ -170,6 +170,15 @@ const ROUTES: &[Route] = &[
         kind: Kind::Quit,
         answer: |_, _| Response::text(200, "ok\n"),
     },
+    // A helper that stores what is PUT (an object-store gateway): where `make
+    // pods`' --on-exit program uploads the job's output.
+    Route {
+        flavors: &[Generic],
+        method: Some("PUT"),
+        path: None,
+        kind: Kind::Other,
+        answer: |_, _| Response::text(201, "stored\n"),
+    },
     Route {
         flavors: &[Generic],
         method: None,
@@ -268,6 +277,7 @@ impl Response {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        201 => "Created",
         204 => "No Content",
         302 => "Found",
         307 => "Temporary Redirect",

@@ -2,7 +2,7 @@
 # The job's stand-in in the Pod tests, installed under each name the manifests
 # run (/app/myjob, /app/migrate, ...). It logs which ports listen in the Pod when
 # it starts (the sidecars tandem waited for) and the first line of a --secrets=PATH
-# file, then does what the image's APP_MODE
+# file, writes --out=PATH, then does what the image's APP_MODE
 # says: `exit3` exits 3, an exit status no sidecar and no signal gives, so the job
 # container's status shows whose it is (APP_SECONDS and APP_CODE change when and
 # how it exits); `wait-term` runs until SIGTERM, then exits 42 (the Pod-level
@@ -44,8 +44,15 @@ else
   echo "app: orphan $orphan reaped"
 fi
 # --secrets=PATH: what the job reads first (a secret a sidecar rendered).
+# --out=PATH: the job's output, written to a shared volume for the --on-exit
+# program to upload.
 for arg in "$@"; do
   case $arg in
+    --out=*)
+      path=${arg#--out=}
+      echo "report: rows=42, written by $name" > "$path"
+      echo "app: wrote $path"
+      ;;
     --secrets=*)
       path=${arg#--secrets=}
       if read -r first < "$path"; then
