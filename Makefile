@@ -322,9 +322,12 @@ soak:
 ## (injector/scripts/manifests.sh, with the pinned linters of lint-tools).
 ## injector-pods: the patched Pods run under podman with the real Envoy and
 ## complete with the job's status (injector/scripts/pods.py, on the images of
-## $(PODS_HARNESS)); the same prerequisites as `make pods`.
-## injector-bench: p99 review latency on loopback TLS and peak RSS under 100
-## concurrent reviews (injector/benches/review.rs).
+## $(PODS_HARNESS)), one of them a job container without command whose image the
+## injector reads from a loopback docker-registry; the same prerequisites as
+## `make pods`, plus docker-registry.
+## injector-bench: p99 review latency on loopback TLS (also with a registry
+## lookup cached), cold lookups, and peak RSS under 100 concurrent reviews with
+## the lookup cache full (injector/benches/review.rs).
 .PHONY: injector injector-test injector-manifests injector-pods injector-bench
 INJECTOR_BIN = target/$(TARGET)/release/tandem-injector
 INJECTOR_PATCHED = target/tmp/injector/patched
@@ -355,7 +358,8 @@ injector-pods: envoy injector-test
 	$(call rustup-target,$(NATIVE_MUSL))
 	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
 	SKIPS=$(SKIPS) python3 injector/scripts/pods.py $(PODS_HARNESS) $(PODS_BIN)/tandem \
-		$(PODS_BIN)/fake-sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED)
+		$(PODS_BIN)/fake-sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED) \
+		target/debug/tandem-injector
 
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review

@@ -4,8 +4,12 @@
 //! the Pod as JSON and never fails: what it cannot read leaves the Pod
 //! unchanged, and the report says why.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value, json};
 
+pub use crate::entrypoint::Images;
+use crate::entrypoint::{self, Wrapped};
 use crate::install::{self, Install};
 use crate::report::{Fate, Found, Report, Skip};
 use crate::sidecars::{self, Sidecar};
@@ -75,12 +79,17 @@ impl Plan {
 /// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `install` is
 /// the tandem image and how its binary reaches the job containers.
 pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
+    plan_with(request, install, scope, &Images::new())
+}
+
+/// [`plan`], with what `images` says of the job containers without `command`.
+pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Images) -> Plan {
     let (pod, name) = match select(request, scope) {
         Ok(found) => found,
         Err(why) => return Plan::unchanged(why),
     };
     let (mut patch, report) =
-        change(pod, install).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+        change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
     patch.extend(report.annotate(&pod["metadata"]));
     Plan {
         patch,
@@ -88,6 +97,34 @@ pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
         summary: format!("{name}: {}", report.line()),
         report: Some(report),
     }
+}
+
+/// The job containers without `command` (and no entrypoint annotation) of the
+/// Pod `request` would change, with their images: what must be looked up in
+/// a registry before [`plan_with`]. Empty for every other request.
+pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
+    let Ok((pod, _)) = select(request, scope) else {
+        return Vec::new();
+    };
+    let Some(spec) = pod["spec"].as_object() else {
+        return Vec::new();
+    };
+    let (Ok(main), Ok(init)) = (
+        containers(spec, "containers"),
+        containers(spec, "initContainers"),
+    ) else {
+        return Vec::new();
+    };
+    // An injected Pod (a reinvocation) wraps nothing new.
+    if injected(spec, &init) {
+        return Vec::new();
+    }
+    main.iter()
+        .filter(|c| sidecars::by_container(c.name).is_none())
+        .filter(|c| c.command.as_ref().is_none_or(Vec::is_empty))
+        .filter(|c| entrypoint::annotated(pod, c.name).is_none())
+        .filter_map(|c| Some((c.name.to_string(), c.image?.to_string())))
+        .collect()
 }
 
 /// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.
@@ -137,6 +174,10 @@ struct Container<'a> {
     index: usize,
     name: &'a str,
     command: Option<Vec<&'a str>>,
+    /// `args`; empty when unset (as Kubernetes reads them).
+    args: Vec<String>,
+    /// `image`, when it is a string.
+    image: Option<&'a str>,
     /// `env`, when the field is there.
     env: Option<&'a [Value]>,
     has_mounts: bool,
@@ -189,6 +230,15 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
             ),
             _ => return Err(format!("{}.command is not a list", at())),
         };
+        let args = match &c["args"] {
+            Value::Null => Vec::new(),
+            Value::Array(words) => words
+                .iter()
+                .map(|w| w.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{}.args is not a list of strings", at()))?,
+            _ => return Err(format!("{}.args is not a list", at())),
+        };
         let env = match &c["env"] {
             Value::Null => None,
             Value::Array(env) if env.iter().all(|e| e["name"].is_string()) => Some(env.as_slice()),
@@ -203,6 +253,8 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
             index,
             name,
             command,
+            args,
+            image: c["image"].as_str(),
             env,
             has_mounts,
             always: c["restartPolicy"] == "Always",
@@ -211,9 +263,21 @@ fn containers<'a>(spec: &'a Map<String, Value>, field: &str) -> Result<Vec<Conta
     Ok(found)
 }
 
+/// Whether the Pod was changed by an earlier review: its install init
+/// container, or the image volume.
+fn injected(spec: &Map<String, Value>, init: &[Container]) -> bool {
+    init.iter().any(|c| c.name == INSTALL_CONTAINER)
+        || spec
+            .get("volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(install::is_bin_image_volume)
+}
+
 /// The change for an opted-in Job's Pod and its report, or the problem that
 /// prevents it.
-fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String> {
+fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>, Report), String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
@@ -222,11 +286,7 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = init.iter().any(|c| c.name == INSTALL_CONTAINER)
-        || volumes
-            .into_iter()
-            .flatten()
-            .any(install::is_bin_image_volume);
+    let injected = injected(spec, &init);
     if !injected {
         let taken = volumes
             .into_iter()
@@ -247,6 +307,9 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         ..Report::default()
     };
     let mut wrapped = Vec::new();
+    // The containers without `command` that are wrapped, by index: their new
+    // command and args.
+    let mut found: HashMap<usize, Wrapped> = HashMap::new();
     for c in main
         .iter()
         .filter(|c| sidecars::by_container(c.name).is_none())
@@ -254,6 +317,15 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         let fate = match c.command.as_deref() {
             // A reinvocation: the containers it wrapped the first time.
             _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
+            None | Some([]) if !injected => {
+                match entrypoint::without_command(pod, c.name, c.image, &c.args, images) {
+                    Ok((how, from)) => {
+                        found.insert(c.index, how);
+                        Fate::Wrapped(from, String::new())
+                    }
+                    Err(skip) => Fate::Skipped(skip),
+                }
+            }
             None | Some([]) => Fate::Skipped(Skip::NoCommand),
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
                 Fate::Skipped(Skip::OwnTandem)
@@ -307,11 +379,28 @@ fn change(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String
         }
         for c in &wrapped {
             let at = format!("/spec/containers/{}", c.index);
-            let command: Vec<&str> = [TANDEM, "--"]
-                .into_iter()
-                .chain(c.command.iter().flatten().copied())
-                .collect();
-            patch.push(json!({"op": "replace", "path": format!("{at}/command"), "value": command}));
+            match found.get(&c.index) {
+                // `add`: the container has no `command` to replace.
+                Some(how) => {
+                    patch.push(
+                        json!({"op": "add", "path": format!("{at}/command"), "value": how.command}),
+                    );
+                    if let Some(args) = &how.args {
+                        patch.push(
+                            json!({"op": "add", "path": format!("{at}/args"), "value": args}),
+                        );
+                    }
+                }
+                None => {
+                    let command: Vec<&str> = [TANDEM, "--"]
+                        .into_iter()
+                        .chain(c.command.iter().flatten().copied())
+                        .collect();
+                    patch.push(
+                        json!({"op": "replace", "path": format!("{at}/command"), "value": command}),
+                    );
+                }
+            }
             let mut mounts =
                 vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
             if several {
@@ -429,3 +518,7 @@ fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
 #[cfg(test)]
 #[path = "inject_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "inject_entrypoint_tests.rs"]
+mod entrypoint_tests;

@@ -6,6 +6,8 @@
 //! | module | owns |
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
+//! | `entrypoint` | a container without `command`: Kubernetes' command/args rule, the annotation |
+//! | `registry` | the image's configuration from its registry, cached |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
 //! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
@@ -32,12 +34,14 @@ pub mod deadline;
 #[allow(dead_code)]
 #[path = "../../src/value/duration.rs"]
 pub mod duration;
+pub mod entrypoint;
 pub mod http;
 pub mod inject;
 pub mod install;
 pub mod log;
 pub mod metrics;
 pub mod policy;
+pub mod registry;
 pub mod report;
 pub mod routes;
 pub mod server;

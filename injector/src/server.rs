@@ -19,6 +19,7 @@ use crate::deadline::Deadline;
 use crate::http::{self, Failure};
 use crate::install::Install;
 use crate::metrics::{self, Counter};
+use crate::registry::Registry;
 use crate::routes;
 use crate::say;
 
@@ -62,6 +63,7 @@ impl Default for Limits {
 struct Shared {
     tls: Arc<ServerConfig>,
     install: Install,
+    registry: Arc<Registry>,
     limits: Limits,
     /// Readable once SIGTERM came: draining.
     stop: UnixStream,
@@ -86,11 +88,13 @@ fn readable(socket: &UnixStream) -> bool {
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
 /// or the peer closed), drains for `limits.drain`, then finishes what is in
-/// flight. `install` is the tandem image and its route into the Pods.
+/// flight. `install` is the tandem image and its route into the Pods;
+/// `registry` reads the images of job containers without `command`.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
     install: Install,
+    registry: Arc<Registry>,
     limits: Limits,
     stop: UnixStream,
 ) -> io::Result<()> {
@@ -98,6 +102,7 @@ pub fn run(
     let shared = Arc::new(Shared {
         tls,
         install,
+        registry,
         limits,
         stop,
         closing,
@@ -229,8 +234,13 @@ fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                 // While draining, each connection closes after its answer, so
                 // none is left idle, open to a request, when the drain ends.
                 let keep = request.keep_alive && !shared.draining();
-                let (status, kind, body) =
-                    routes::answer(&request, &shared.install, shared.draining(), peer);
+                let (status, kind, body) = routes::answer(
+                    &request,
+                    &shared.install,
+                    &shared.registry,
+                    shared.draining(),
+                    peer,
+                );
                 if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
                     metrics::count(Counter::ErrorConnection);
                     say!("warning: {peer}: answering: {e}");

@@ -75,7 +75,9 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
         if name == "no-command" {
             let warning = response["warnings"][0].as_str().unwrap();
             assert!(
-                warning.contains("\"uploader\"") && warning.contains("set command"),
+                // Its image's registry is not reachable from here: the
+                // warning says what was tried and the fix.
+                warning.contains("\"uploader\"") && warning.contains("entrypoint annotation"),
                 "{warning}"
             );
         } else {
@@ -103,9 +105,15 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
         )
         .unwrap();
     }
+    // Its image's registry is not reachable from here (no such host, or no
+    // answer within the deadline): the line names the image and the fix.
+    let line = injector.wait_log(
+        "tandem-injector: pod default/no-command-* (Job no-command): wrapped job (command from \
+         the spec); not wrapped: uploader: it has no command and its image \
+         registry.example.com/myjob-distroless:1.0 was not read: ",
+    );
+    assert!(line.contains("entrypoint annotation"), "{line}");
     for line in [
-        "pod default/no-command-* (Job no-command): wrapped job (command from the spec); \
-         not wrapped: uploader: it has no command (set command to its image's entrypoint)",
         "pod default/istio-classic-* (Job istio-classic): wrapped job (command from the spec; \
          added TANDEM_MESH=istio)",
         "pod default/istio-classic-* (Job istio-classic): wrapped job (by an earlier review)",

@@ -16,8 +16,9 @@ use crate::sidecars::{self, Sidecar};
 
 /// The most job containers the policy looks at: container indices are a literal list.
 pub const MAX_CONTAINERS: usize = 64;
-/// The annotation that gives a container's entrypoint (`PREFIX` + its name).
-pub const ENTRYPOINT_ANNOTATION: &str = "tandem.dev/entrypoint.";
+/// The annotation that gives a container's entrypoint (`PREFIX` + its name):
+/// the webhook's, one home.
+pub use crate::entrypoint::ANNOTATION as ENTRYPOINT_ANNOTATION;
 /// The annotation values the policy can read without a JSON parser: a JSON list
 /// of strings without escapes.
 pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;

@@ -5,6 +5,9 @@
 #![allow(dead_code)] // each test crate takes the parts it needs
 
 pub mod pods;
+pub mod registry;
+#[path = "../../../tests/support/skips.rs"]
+pub mod skips;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
