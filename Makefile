@@ -322,9 +322,12 @@ soak:
 ## (injector/scripts/manifests.sh, with the pinned linters of lint-tools).
 ## injector-pods: the patched Pods run under podman with the real Envoy and
 ## complete with the job's status (injector/scripts/pods.py, on the images of
-## $(PODS_HARNESS)); the same prerequisites as `make pods`.
-## injector-bench: p99 review latency on loopback TLS and peak RSS under 100
-## concurrent reviews (injector/benches/review.rs).
+## $(PODS_HARNESS)), one of them a job container without command whose image the
+## injector reads from a loopback docker-registry; the same prerequisites as
+## `make pods`, plus docker-registry.
+## injector-bench: p99 review latency on loopback TLS (also with a registry
+## lookup cached), cold lookups, and peak RSS under 100 concurrent reviews with
+## the lookup cache full (injector/benches/review.rs).
 .PHONY: injector injector-test injector-manifests injector-pods injector-bench
 INJECTOR_BIN = target/$(TARGET)/release/tandem-injector
 INJECTOR_PATCHED = target/tmp/injector/patched
@@ -355,7 +358,37 @@ injector-pods: envoy injector-test
 	$(call rustup-target,$(NATIVE_MUSL))
 	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
 	SKIPS=$(SKIPS) python3 injector/scripts/pods.py $(PODS_HARNESS) $(PODS_BIN)/tandem \
-		$(PODS_BIN)/fake-sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED)
+		$(PODS_BIN)/fake-sidecar $(ENVOY_BIN) $(INJECTOR_PATCHED)/../original $(INJECTOR_PATCHED) \
+		target/debug/tandem-injector
 
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review
+
+## e2e-apiserver: the injector and its admission policy in a real Kubernetes API
+## server on loopback (injector/scripts/e2e_apiserver.py): the HTTPS tests' Pods,
+## created through the webhook and through the policy (emptydir and image-volume),
+## must come out identical; the warning policy must warn on an opted-in Job with a
+## container without command; reviews after the webhook's connection sat idle are
+## answered. Opt-in, not part of `make test`: it needs a kube-apiserver 1.36+ and
+## an etcd you provide, e.g. `make e2e-apiserver KUBE_APISERVER=/path ETCD=/path`.
+## E2E_IDLE lists the idle waits in seconds (default 9.9 10 10.1 95). With
+## KUBE_CONTROLLER_MANAGER=/path too, real Jobs make the Pods as well.
+.PHONY: e2e-apiserver
+KUBE_APISERVER ?=
+ETCD ?=
+KUBE_CONTROLLER_MANAGER ?=
+E2E_IDLE ?=
+E2E_DIR = target/tmp/e2e-apiserver
+
+e2e-apiserver:
+	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
+		echo "e2e-apiserver: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver 1.36+ and an etcd binary (make e2e-apiserver KUBE_APISERVER=/path ETCD=/path)" >&2; \
+		exit 2; fi
+	@if [ -n "$(KUBE_CONTROLLER_MANAGER)" ] && [ ! -x "$(KUBE_CONTROLLER_MANAGER)" ]; then \
+		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
+		exit 2; fi
+	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
+	$(CARGO) build --locked -p tandem-injector
+	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
+		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/debug/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)

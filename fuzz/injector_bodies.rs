@@ -85,3 +85,74 @@ pub fn review(data: &[u8]) {
         );
     }
 }
+
+/// Any bytes as what a registry serves or the injector is given, the first
+/// byte choosing which reader: a manifest or index (with and without a content
+/// type), an image configuration, a Docker config.json, an image reference.
+/// Each reads or says why not; an index's digests are checked ones, and a
+/// reference reads back the same from how it prints.
+pub fn registry(data: &[u8]) {
+    use tandem_injector::registry::Credentials;
+    use tandem_injector::registry::manifest::{self, Document};
+    use tandem_injector::registry::reference::{self, Reference};
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    match which % 4 {
+        0 => {
+            for header in [None, Some("application/vnd.oci.image.index.v1+json")] {
+                if let Ok(Document::Index(entries)) = manifest::document(header, rest) {
+                    for e in &entries {
+                        assert!(reference::check_digest(&e.digest).is_ok(), "{e:?}");
+                    }
+                    assert!(manifest::pick(&entries).len() <= 2);
+                }
+            }
+        }
+        1 => {
+            let _ = manifest::config(rest);
+        }
+        2 => {
+            if let Ok(creds) = Credentials::parse(rest) {
+                let _ = creds.for_host("docker.io");
+            }
+        }
+        _ => {
+            if let Ok(text) = std::str::from_utf8(rest)
+                && let Ok(parsed) = Reference::parse(text)
+            {
+                let printed = parsed.to_string();
+                assert_eq!(
+                    Reference::parse(&printed).as_ref(),
+                    Ok(&parsed),
+                    "{text:?} printed {printed:?}"
+                );
+                let _ = (parsed.api_host(), parsed.target());
+            }
+        }
+    }
+}
+
+/// Any bytes as a registry's `WWW-Authenticate` header: its challenges or why
+/// not; each challenge has a lowercase scheme and lowercase parameter names.
+pub fn challenge(data: &[u8]) {
+    use tandem_injector::registry::challenge;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(all) = challenge::parse(text) {
+        assert!(!all.is_empty());
+        for c in &all {
+            assert!(
+                !c.scheme.is_empty() && c.scheme == c.scheme.to_ascii_lowercase(),
+                "{c:?}"
+            );
+            assert!(
+                c.params
+                    .iter()
+                    .all(|(n, _)| !n.is_empty() && *n == n.to_ascii_lowercase()),
+                "{c:?}"
+            );
+        }
+    }
+}

@@ -3,12 +3,15 @@
 //! no `request.uid`) is an error the server answers with HTTP 400; everything
 //! else is allowed, with the Pod's JSONPatch when it changes (SPEC §10).
 
+use std::time::Instant;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use crate::inject::{self, Plan, Scope};
+use crate::inject::{self, Images, Plan, Scope};
 use crate::install::Install;
+use crate::registry::Registry;
 use crate::report::Report;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
@@ -33,6 +36,39 @@ pub struct Answer {
 /// Answers the review in `body` (SPEC §10); `install` is the tandem image and
 /// its route into the Pod. `Err` says, in one line, why the body is not a review.
 pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, String> {
+    answer_with(body, install, scope, |_| Images::new())
+}
+
+/// [`answer`], reading from `registry` by `deadline` the images of the job
+/// containers without `command`: a failed lookup leaves its container
+/// unwrapped, with the reason and the fix, and never fails the review.
+pub fn answer_looking(
+    body: &[u8],
+    install: &Install,
+    scope: Scope,
+    registry: &Registry,
+    deadline: Instant,
+) -> Result<Answer, String> {
+    answer_with(body, install, scope, |request| {
+        let mut images = Images::new();
+        for (container, image) in inject::wanted(request, scope) {
+            let answer = registry
+                .lookup(&image, deadline)
+                .0
+                .map_err(|failure| format!("{failure} ({})", failure.fix()));
+            images.insert(container, answer);
+        }
+        images
+    })
+}
+
+/// [`answer`], with `look` telling what the images of the review's `request` say.
+fn answer_with(
+    body: &[u8],
+    install: &Install,
+    scope: Scope,
+    look: impl FnOnce(&Value) -> Images,
+) -> Result<Answer, String> {
     let review: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     if review["apiVersion"] != API_VERSION || review["kind"] != "AdmissionReview" {
@@ -51,7 +87,7 @@ pub fn answer(body: &[u8], install: &Install, scope: Scope) -> Result<Answer, St
         warnings,
         summary,
         report,
-    } = inject::plan(request, install, scope);
+    } = inject::plan_with(request, install, scope, &look(request));
     let summary = if request["dryRun"] == true {
         format!("dry run: {summary}")
     } else {

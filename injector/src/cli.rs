@@ -1,5 +1,5 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, `--drain`, each with its variable (the option wins),
+//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins),
 //! and the `policy` command with `--image` and `--install` alone, validated
 //! before anything is opened; a bad or missing value is one line naming the
 //! option or variable, the value and what is expected (exit 64, as the wrapper).
@@ -7,11 +7,18 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::path::Path;
 
-use crate::duration;
 use crate::install::{Install, Mode};
+use crate::registry::{self, Credentials};
 use crate::server::Limits;
 use crate::tls::Files;
+
+mod options;
+mod values;
+
+use options::{CERT, IMAGE, KEY, OPTIONS, POLICY_OPTIONS};
+use values::{missing, parse_duration, parse_image, parse_listen, parse_mode};
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
 pub const EX_USAGE: u8 = 64;
@@ -29,6 +36,10 @@ pub struct Config {
     pub install: Install,
     /// The connections' time limits and the drain on SIGTERM.
     pub limits: Limits,
+    /// Registry logins (`--registry-auth`); none by default.
+    pub registry_auth: Credentials,
+    /// Extra CA certificates (DER) for registries (`--registry-ca`).
+    pub registry_ca: Vec<Vec<u8>>,
 }
 
 /// What the command line asks for.
@@ -44,54 +55,6 @@ pub enum Task {
     Version,
 }
 
-/// One option: its flag, its variable, its value's name and its help line.
-struct Opt {
-    flag: &'static str,
-    var: &'static str,
-    value: &'static str,
-    help: &'static str,
-}
-
-const LISTEN: Opt = Opt {
-    flag: "--listen",
-    var: "TANDEM_INJECTOR_LISTEN",
-    value: "HOST:PORT",
-    help: "address to serve HTTPS on, an IP and a port (default 0.0.0.0:8443)",
-};
-const CERT: Opt = Opt {
-    flag: "--tls-cert",
-    var: "TANDEM_INJECTOR_TLS_CERT",
-    value: "PEM",
-    help: "certificate chain file, leaf first (reloaded when it changes)",
-};
-const KEY: Opt = Opt {
-    flag: "--tls-key",
-    var: "TANDEM_INJECTOR_TLS_KEY",
-    value: "PEM",
-    help: "its private key file (reloaded when it changes)",
-};
-const IMAGE: Opt = Opt {
-    flag: "--image",
-    var: "TANDEM_INJECTOR_IMAGE",
-    value: "IMAGE",
-    help: "the tandem image (the init container's, or the image volume)",
-};
-const INSTALL: Opt = Opt {
-    flag: "--install",
-    var: "TANDEM_INJECTOR_INSTALL",
-    value: "MODE",
-    help: "emptydir (an init container copies tandem; default) or image-volume (1.35+)",
-};
-const DRAIN: Opt = Opt {
-    flag: "--drain",
-    var: "TANDEM_INJECTOR_DRAIN",
-    value: "DUR",
-    help: "on SIGTERM, keep answering reviews this long, /healthz 503 (default 10s)",
-};
-const OPTIONS: [&Opt; 6] = [&LISTEN, &CERT, &KEY, &IMAGE, &INSTALL, &DRAIN];
-/// The options of `policy`, at their places in `OPTIONS`.
-const POLICY_OPTIONS: [usize; 2] = [3, 4];
-
 /// Hidden: how long a kept-alive connection may idle (default 120s), for tests.
 pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
 /// Hidden: a request's time limit from its first byte (default 10s), for tests.
@@ -104,12 +67,13 @@ pub fn help() -> String {
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
          \x20      [--install emptydir|image-volume] [--drain DUR]\n\
+         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\
          \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
     for o in OPTIONS {
         let flag = format!("{} {}", o.flag, o.value);
-        text.push_str(&format!("  {flag:<20} {:<26} {}\n", o.var, o.help));
+        text.push_str(&format!("  {flag:<20} {:<30} {}\n", o.var, o.help));
     }
     text.push_str(
         "  --help, --version\n\n\
@@ -128,7 +92,7 @@ pub fn parse(
     args: impl IntoIterator<Item = OsString>,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
-    let mut given: [Option<OsString>; 6] = Default::default();
+    let mut given: [Option<OsString>; OPTIONS.len()] = Default::default();
     let mut policy = false;
     let mut parser = lexopt::Parser::from_args(args);
     while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
@@ -189,6 +153,15 @@ pub fn parse(
     if let Some((from, v)) = next() {
         limits.drain = parse_duration(&from, &v, false)?;
     }
+    let registry_auth = match next() {
+        Some((from, v)) => Credentials::load(Path::new(&v))
+            .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
+        None => Credentials::default(),
+    };
+    let registry_ca = match next() {
+        Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
+        None => Vec::new(),
+    };
     for (name, limit) in [
         (IDLE_VAR, &mut limits.idle),
         (REQUEST_VAR, &mut limits.request),
@@ -210,62 +183,9 @@ pub fn parse(
         files: Files { cert, key },
         install,
         limits,
+        registry_auth,
+        registry_ca,
     }))
-}
-
-/// A duration setting; `positive`: zero is refused too.
-fn parse_duration(
-    from: &str,
-    value: &OsString,
-    positive: bool,
-) -> Result<std::time::Duration, String> {
-    let expected = if positive {
-        "a duration above 0, like 500ms or 10s"
-    } else {
-        duration::EXPECTED_DURATION
-    };
-    value
-        .to_str()
-        .and_then(|s| duration::parse(s).ok())
-        .filter(|d| !(positive && d.is_zero()))
-        .ok_or_else(|| format!("{from} {value:?}: expected {expected}"))
-}
-
-fn missing(o: &Opt) -> String {
-    let example = match o.flag {
-        "--image" => ", e.g. ghcr.io/tandem-sidecar/tandem:0.1.0",
-        _ => ", e.g. /tls/tls.crt and /tls/tls.key from the Secret cert-manager writes",
-    };
-    format!(
-        "missing {} {} (or {}): {}{example}",
-        o.flag, o.value, o.var, o.help
-    )
-}
-
-fn parse_listen(from: &str, value: &OsString) -> Result<SocketAddr, String> {
-    value.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
-        format!(
-            "{from} {value:?}: expected an IP address and a port, e.g. 0.0.0.0:8443 or [::]:8443"
-        )
-    })
-}
-
-fn parse_mode(from: &str, value: &OsString) -> Result<Mode, String> {
-    value.to_str().and_then(Mode::from_name).ok_or_else(|| {
-        format!(
-            "{from} {value:?}: expected {} (image-volume needs Kubernetes 1.35+)",
-            Mode::NAMES.join(" or ")
-        )
-    })
-}
-
-fn parse_image(from: &str, value: &OsString) -> Result<String, String> {
-    match value.to_str() {
-        Some(s) if !s.chars().any(|c| c.is_whitespace() || c.is_control()) => Ok(s.to_string()),
-        _ => Err(format!(
-            "{from} {value:?}: expected an image reference without blanks, e.g. ghcr.io/tandem-sidecar/tandem:0.1.0"
-        )),
-    }
 }
 
 #[cfg(test)]
@@ -441,6 +361,51 @@ mod tests {
             panic!()
         };
         assert_eq!(install.mode, Mode::EmptyDir, "the option wins");
+    }
+
+    #[test]
+    fn registry_files_are_read_at_start_and_a_bad_one_is_named() {
+        let dir = std::env::temp_dir().join(format!("tandem-injector-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let auth = dir.join("config.json");
+        std::fs::write(&auth, r#"{"auths":{"r.example":{"auth":"dTpw"}}}"#).unwrap();
+        let not_pem = dir.join("ca.txt");
+        std::fs::write(&not_pem, "no certificate here").unwrap();
+        let args = format!("{NEEDED} --registry-auth {}", auth.display());
+        let Ok(Task::Run(c)) = run(&args, &[]) else {
+            panic!()
+        };
+        assert_eq!(c.registry_auth.for_host("r.example").unwrap().username, "u");
+        assert!(c.registry_ca.is_empty());
+        let missing = dir.join("missing.json");
+        let cases = [
+            (
+                format!("{NEEDED} --registry-auth {}", missing.display()),
+                vec![],
+                "--registry-auth: ",
+            ),
+            (
+                NEEDED.to_string(),
+                vec![("TANDEM_INJECTOR_REGISTRY_AUTH", not_pem.to_str().unwrap())],
+                "TANDEM_INJECTOR_REGISTRY_AUTH: ",
+            ),
+            (
+                format!("{NEEDED} --registry-ca {}", not_pem.display()),
+                vec![],
+                "--registry-ca ",
+            ),
+        ];
+        for (args, vars, expected) in cases {
+            let err = run(&args, &vars).unwrap_err();
+            assert!(err.starts_with(expected), "{args}: {err}");
+        }
+        let err = run(
+            &format!("{NEEDED} --registry-ca {}", not_pem.display()),
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.contains("expected PEM CA certificates"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

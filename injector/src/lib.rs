@@ -6,17 +6,20 @@
 //! | module | owns |
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
-//! | `inject` | which Pods and containers change, and the JSONPatch that changes them |
+//! | `entrypoint` | a container without `command`: Kubernetes' command/args rule, the annotation |
+//! | `registry` | the image's configuration from its registry, cached |
+//! | `inject` | which Pods and containers change, and the JSONPatch that changes them (`inject/`: scope, pod, command, env, patch) |
+//! | `words` | a JSON list of strings: a command, args, an image's Entrypoint and Cmd |
 //! | `install` | how the binary reaches the job containers: init container or image volume |
 //! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
 //! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
-//! | `cli` | the command line and its variables, validated (64 on bad input) |
+//! | `cli` | the command line and its variables, validated (64 on bad input; `cli/`: options, values) |
 //! | `http` | one HTTP/1.1 request read within bounds, one response written |
 //! | `deadline` | a socket whose reads and writes end by a deadline |
 //! | `duration` | Go's durations: the wrapper's `src/value/duration.rs`, compiled here too |
 //! | `tls` | the certificate files and their reload on change |
 //! | `routes` | what each path answers; a review logged and counted |
-//! | `server` | accepting, the connection cap, time limits, routing, the drain on SIGTERM |
+//! | `server` | accepting, the connection cap, time limits, the drain on SIGTERM (`server/`: connection, poll) |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
@@ -32,12 +35,14 @@ pub mod deadline;
 #[allow(dead_code)]
 #[path = "../../src/value/duration.rs"]
 pub mod duration;
+pub mod entrypoint;
 pub mod http;
 pub mod inject;
 pub mod install;
 pub mod log;
 pub mod metrics;
 pub mod policy;
+pub mod registry;
 pub mod report;
 pub mod routes;
 pub mod server;
@@ -46,4 +51,5 @@ pub mod server;
 #[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;
+pub mod words;
 pub mod yaml;

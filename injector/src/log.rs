@@ -16,15 +16,21 @@ pub fn line(message: fmt::Arguments) {
 
 /// The line for `message`, without its newline, control characters escaped.
 pub fn render(message: fmt::Arguments) -> String {
-    let mut text = String::from("tandem-injector: ");
-    for c in message.to_string().chars() {
+    format!("tandem-injector: {}", escape(&message.to_string()))
+}
+
+/// `text` with its control characters escaped (`\n`, `\u{1b}`): the log's
+/// lines and the annotation stay one line whatever a review's names hold.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         if c.is_control() {
-            text.extend(c.escape_default());
+            out.extend(c.escape_default());
         } else {
-            text.push(c);
+            out.push(c);
         }
     }
-    text
+    out
 }
 
 /// `line` with `format!` arguments.

@@ -4,8 +4,10 @@
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use tandem_injector::cli::{self, EX_USAGE, Task};
+use tandem_injector::registry::{self, Client, Registry};
 use tandem_injector::{policy, say, server, tls};
 
 /// sysexits' EX_OSERR: the port cannot be bound, the signal not armed.
@@ -56,7 +58,9 @@ fn main() -> ExitCode {
         ),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
-    if let Err(e) = server::run(listener, tls, config.install, config.limits, stop) {
+    let client = Client::new(config.registry_auth, &config.registry_ca);
+    let registry = Arc::new(Registry::new(client, registry::CAPACITY));
+    if let Err(e) = server::run(listener, tls, config.install, registry, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));
     }
     say!("stopped");

@@ -6,6 +6,7 @@
 //! job container the policy cannot wrap (a policy cannot warn while mutating).
 
 pub mod cel;
+pub mod patch;
 
 use crate::inject::{ENABLED, LABEL};
 use crate::install::Install;
@@ -135,7 +136,10 @@ fn mutating(install: &Install) -> Node {
                     "mutations",
                     Node::List(vec![map([
                         ("patchType", s("JSONPatch")),
-                        ("jsonPatch", map([("expression", s(cel::patch(install)))])),
+                        (
+                            "jsonPatch",
+                            map([("expression", s(patch::expression(install)))]),
+                        ),
                     ])]),
                 ),
             ]),
@@ -286,7 +290,7 @@ mod tests {
     #[test]
     fn the_patch_avoids_what_1_36_cannot_take() {
         for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-            let patch = cel::patch(&install(mode));
+            let patch = patch::expression(&install(mode));
             // A list `value` is only ever empty or of strings: objects go one by one to `/-`.
             assert!(!patch.contains("value: [Object"), "{patch}");
             assert!(!patch.contains("ApplyConfiguration"));
@@ -297,7 +301,7 @@ mod tests {
             let installs = patch.contains("tandem-install");
             assert_eq!(installs, mode == Mode::EmptyDir, "{patch}");
         }
-        let volume = cel::patch(&install(Mode::ImageVolume));
+        let volume = patch::expression(&install(Mode::ImageVolume));
         assert!(
             volume.contains("reference: 'ghcr.io/tandem-sidecar/tandem:0.1.0'"),
             "{volume}"

@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::log;
 use crate::metrics::{self, Counter};
 
 /// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
@@ -21,6 +22,10 @@ pub enum Found {
     Spec,
     /// Wrapped by an earlier review of the same Pod (a reinvocation).
     Earlier,
+    /// No `command`: its image's entrypoint, read from the registry.
+    Registry,
+    /// No `command`: the entrypoint its `tandem.dev/entrypoint.NAME` annotation gives.
+    Annotation,
 }
 
 impl Found {
@@ -28,6 +33,8 @@ impl Found {
         match self {
             Found::Spec => "command from the spec",
             Found::Earlier => "by an earlier review",
+            Found::Registry => "entrypoint from the registry",
+            Found::Annotation => "entrypoint from its annotation",
         }
     }
 
@@ -35,15 +42,30 @@ impl Found {
         match self {
             Found::Spec => Counter::WrappedSpec,
             Found::Earlier => Counter::WrappedEarlier,
+            Found::Registry => Counter::WrappedRegistry,
+            Found::Annotation => Counter::WrappedAnnotation,
         }
     }
 }
 
 /// Why a job container is not wrapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
-    /// No `command`: it runs its image's entrypoint, which the Pod does not name.
+    /// No `command`: it runs its image's entrypoint, which the Pod does not
+    /// name, and its image was not looked up.
     NoCommand,
+    /// No `command`, and its image's configuration could not be read: `why`
+    /// says the registry's answer and the fix.
+    Unread {
+        /// The container's `image`.
+        image: String,
+        /// The answer, with the fix.
+        why: String,
+    },
+    /// No `command`, and its entrypoint annotation is malformed (this says how).
+    BadAnnotation(String),
+    /// No `command`, and its image has neither `ENTRYPOINT` nor `CMD`.
+    NothingToRun,
     /// Its command runs tandem already, with its own settings.
     OwnTandem,
     /// It has a command but came after tandem was injected (a later webhook).
@@ -52,26 +74,39 @@ pub enum Skip {
 
 impl Skip {
     /// Why, and the fix when there is one.
-    fn words(self) -> &'static str {
-        match self {
+    fn words(&self) -> String {
+        let fixed = match self {
+            Skip::Unread { image, why } => {
+                return format!("it has no command and its image {image} was not read: {why}");
+            }
+            Skip::BadAnnotation(why) => {
+                return format!("it has no command and its {why} (fix it, or set command)");
+            }
+            Skip::NothingToRun => {
+                "it has no command and its image has neither ENTRYPOINT nor CMD (set command)"
+            }
             Skip::NoCommand => "it has no command (set command to its image's entrypoint)",
             Skip::OwnTandem => "it already runs tandem (left as is)",
             Skip::AddedLater => {
                 "it was added after tandem was injected (by a webhook called later: \
                  prefix its command with /tandem/tandem -- in that webhook's template)"
             }
-        }
+        };
+        fixed.to_string()
     }
 
     /// Whether the container runs without tandem: then no other job container
     /// may stop the sidecars under it.
-    pub fn runs_without_tandem(self) -> bool {
+    pub fn runs_without_tandem(&self) -> bool {
         !matches!(self, Skip::OwnTandem)
     }
 
-    fn counter(self) -> Counter {
+    fn counter(&self) -> Counter {
         match self {
             Skip::NoCommand => Counter::SkippedNoCommand,
+            Skip::Unread { .. } => Counter::SkippedImageUnread,
+            Skip::BadAnnotation(_) => Counter::SkippedBadAnnotation,
+            Skip::NothingToRun => Counter::SkippedNothingToRun,
             Skip::OwnTandem => Counter::SkippedOwnTandem,
             Skip::AddedLater => Counter::SkippedAddedLater,
         }
@@ -113,15 +148,7 @@ impl Report {
     /// The one line: the annotation's value and the log's. Control characters
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
-        let mut line = String::new();
-        for c in self.words().chars() {
-            if c.is_control() {
-                line.extend(c.escape_default());
-            } else {
-                line.push(c);
-            }
-        }
-        line
+        log::escape(&self.words())
     }
 
     fn words(&self) -> String {

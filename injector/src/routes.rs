@@ -3,20 +3,24 @@
 //! anything else is a 404 or 405 with a one-line reason.
 
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use crate::admission;
 use crate::http::{self, Request, Status};
 use crate::inject::Scope;
 use crate::install::Install;
 use crate::metrics::{self, Counter};
+use crate::registry::Registry;
 use crate::say;
 
 /// The answer to one request from `peer`: status, content type, body.
-/// `install` is the tandem image and its route into the Pods; `draining`:
-/// SIGTERM came.
+/// `install` is the tandem image and its route into the Pods; `registry`
+/// reads the images of job containers without `command` (within its
+/// deadline); `draining`: SIGTERM came.
 pub fn answer(
     request: &Request,
     install: &Install,
+    registry: &Registry,
     draining: bool,
     peer: SocketAddr,
 ) -> (Status, &'static str, Vec<u8>) {
@@ -52,7 +56,8 @@ pub fn answer(
         let text = format!("tandem-injector: {} takes POST\n", request.path);
         return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
-    match admission::answer(&request.body, install, scope) {
+    let deadline = Instant::now() + registry.deadline;
+    match admission::answer_looking(&request.body, install, scope, registry, deadline) {
         Ok(answer) => {
             say!("{}", answer.summary);
             metrics::count(if answer.changed {

@@ -5,22 +5,25 @@
 //! it stops accepting, closes idle connections, answers those in flight and
 //! returns once every connection has ended.
 
-use std::io::{self, Write};
+use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use rustls::ServerConfig;
 
-use crate::deadline::Deadline;
-use crate::http::{self, Failure};
 use crate::install::Install;
-use crate::metrics::{self, Counter};
-use crate::routes;
+use crate::registry::Registry;
 use crate::say;
+
+mod connection;
+mod poll;
+
+use connection::serve;
+use poll::{readable, wait};
 
 /// Connections served at once, at most; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 128;
@@ -62,6 +65,7 @@ impl Default for Limits {
 struct Shared {
     tls: Arc<ServerConfig>,
     install: Install,
+    registry: Arc<Registry>,
     limits: Limits,
     /// Readable once SIGTERM came: draining.
     stop: UnixStream,
@@ -77,20 +81,15 @@ impl Shared {
     }
 }
 
-fn readable(socket: &UnixStream) -> bool {
-    matches!(
-        wait(&[socket.as_raw_fd()], Some(Duration::ZERO)),
-        Ok(Some(_))
-    )
-}
-
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
 /// or the peer closed), drains for `limits.drain`, then finishes what is in
-/// flight. `install` is the tandem image and its route into the Pods.
+/// flight. `install` is the tandem image and its route into the Pods;
+/// `registry` reads the images of job containers without `command`.
 pub fn run(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
     install: Install,
+    registry: Arc<Registry>,
     limits: Limits,
     stop: UnixStream,
 ) -> io::Result<()> {
@@ -98,6 +97,7 @@ pub fn run(
     let shared = Arc::new(Shared {
         tls,
         install,
+        registry,
         limits,
         stop,
         closing,
@@ -192,109 +192,5 @@ fn start(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     if let Err(e) = spawned {
         // The closure, and with it the slot and the stream, is dropped.
         say!("warning: {peer}: cannot start a thread: {e}");
-    }
-}
-
-/// One connection: the TLS handshake, then requests until the client closes,
-/// idles too long, fails, or the drain ends.
-fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
-    let _ = stream.set_nodelay(true);
-    let conn = match ServerConnection::new(shared.tls.clone()) {
-        Ok(conn) => conn,
-        Err(e) => return say!("warning: {peer}: TLS: {e}"),
-    };
-    let limits = shared.limits;
-    let fds = [stream.as_raw_fd(), shared.closing.as_raw_fd()];
-    let mut tls = StreamOwned::new(conn, Deadline::new(stream, limits.request));
-    while tls.conn.is_handshaking() {
-        if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
-            return failed(peer, &e, true);
-        }
-    }
-    let mut buf = Vec::new();
-    loop {
-        let buffered = !buf.is_empty()
-            || tls
-                .conn
-                .process_new_packets()
-                .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
-        // Idle: no deadline runs until the next request's first byte.
-        if !buffered && !matches!(wait(&fds, Some(limits.idle)), Ok(Some(0))) {
-            break; // idle too long, or the drain is over
-        }
-        tls.sock.renew(limits.request);
-        match http::read_request(&mut tls, &mut buf) {
-            Ok(request) => {
-                let read = Instant::now();
-                // While draining, each connection closes after its answer, so
-                // none is left idle, open to a request, when the drain ends.
-                let keep = request.keep_alive && !shared.draining();
-                let (status, kind, body) =
-                    routes::answer(&request, &shared.install, shared.draining(), peer);
-                if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
-                    metrics::count(Counter::ErrorConnection);
-                    say!("warning: {peer}: answering: {e}");
-                    return;
-                }
-                if request.path.starts_with("/mutate") && status == http::OK {
-                    metrics::observe(read.elapsed());
-                }
-                if !keep {
-                    break;
-                }
-            }
-            Err(Failure::Closed) => return,
-            Err(Failure::Refused(status, reason)) => {
-                metrics::count(Counter::ErrorBadRequest);
-                say!("warning: {peer}: {} {}: {reason}", status.0, status.1);
-                let body = format!("tandem-injector: {reason}\n");
-                let _ =
-                    http::write_response(&mut tls, status, "text/plain", body.as_bytes(), false);
-                break;
-            }
-            Err(Failure::Io(e)) => return failed(peer, &e, buf.is_empty()),
-        }
-    }
-    tls.conn.send_close_notify();
-    tls.sock.renew(Duration::from_secs(1));
-    let _ = tls.flush();
-}
-
-/// Logs why a connection failed: handshake failures (a client that does not
-/// trust the CA, plain HTTP) and time limits are worth a line; a client that
-/// closes with nothing unread (`nothing_read`) is not.
-fn failed(peer: SocketAddr, e: &io::Error, nothing_read: bool) {
-    if e.kind() == io::ErrorKind::InvalidData {
-        metrics::count(Counter::ErrorTls);
-        say!("warning: {peer}: TLS: {e}");
-    } else if e.kind() != io::ErrorKind::UnexpectedEof || !nothing_read {
-        metrics::count(Counter::ErrorConnection);
-        say!("warning: {peer}: {e}");
-    }
-}
-
-/// Waits until one of `fds` is readable (or hung up); its index, or `None`
-/// when `timeout` passed first (`None` timeout: no limit).
-fn wait(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Option<usize>> {
-    let mut polled: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
-    loop {
-        // SAFETY: `polled` is a live, initialised array of `polled.len()` pollfd
-        // structs for the length of the call; poll only writes their `revents`.
-        let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
-        if n >= 0 {
-            return Ok(polled.iter().position(|p| p.revents != 0));
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }

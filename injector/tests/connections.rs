@@ -146,15 +146,7 @@ fn on_sigterm_reviews_are_answered_for_the_drain_then_it_stops_and_exits_0() {
 
     // A review begun during the drain and finished after it: answered.
     let review = body("in-flight");
-    let (part, rest) = review.split_at(review.len() / 2);
-    let mut busy = client.connect(addr);
-    let head = format!(
-        "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
-        review.len()
-    );
-    busy.tls.write_all(head.as_bytes()).unwrap();
-    busy.tls.write_all(part).unwrap();
-    busy.tls.flush().unwrap();
+    let (mut busy, rest) = client.post_half(addr, "/mutate", &review);
 
     injector.wait_log("stopping: finishing");
     assert!(signalled.elapsed() >= drain, "{:?}", signalled.elapsed());

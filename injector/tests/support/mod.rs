@@ -5,6 +5,9 @@
 #![allow(dead_code)] // each test crate takes the parts it needs
 
 pub mod pods;
+pub mod registry;
+#[path = "../../../tests/support/skips.rs"]
+pub mod skips;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -292,6 +295,21 @@ impl Client {
     /// POSTs `body` to `path` on a new connection.
     pub fn post(&self, addr: SocketAddr, path: &str, body: &[u8]) -> Response {
         self.connect(addr).send("POST", path, body).unwrap()
+    }
+
+    /// Starts a POST of `body` to `path` on a new connection and sends only its
+    /// head and first half: a request in flight. The rest is for the caller.
+    pub fn post_half<'b>(&self, addr: SocketAddr, path: &str, body: &'b [u8]) -> (Conn, &'b [u8]) {
+        let (first, rest) = body.split_at(body.len() / 2);
+        let mut conn = self.connect(addr);
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        conn.tls.write_all(head.as_bytes()).unwrap();
+        conn.tls.write_all(first).unwrap();
+        conn.tls.flush().unwrap();
+        (conn, rest)
     }
 
     /// POSTs a review as the API server does.

@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""The injector and its admission policy in a real API server: `make e2e-apiserver`.
+
+Starts etcd and the kube-apiserver it is given (Kubernetes 1.36+: the policy is
+`admissionregistration.k8s.io/v1`) on loopback, then creates the Pods of the
+injector's HTTPS tests (ORIGINAL/*.json, written by `cargo test --test https`)
+and a few variants of them, through these passes:
+
+  baseline          nothing of tandem's registered
+  webhook-MODE      tandem-injector as a real webhook (the shipped
+                    MutatingWebhookConfiguration, pointed at 127.0.0.1)
+  policy-MODE       `tandem-injector policy` applied, no webhook
+  both-emptydir     the policy and the webhook together (the webhook sees the
+                    policy's Pod: it must leave it as it is)
+
+for MODE emptydir and image-volume. Pods are created with dryRun=All: what the
+API server answers is the Pod after every admission step, as it would store it.
+It checks:
+
+  - each case's Pod from the policy is the Pod from the webhook (every field,
+    annotations included), and a Pod not opted in or not a Job's is untouched;
+  - the webhook's Pod, created again, comes back unchanged (idempotence);
+  - creating an opted-in Job or CronJob with a container that has no command
+    answers with the ValidatingAdmissionPolicy's `Warning` header;
+  - reviews that reach the webhook over a kept-alive connection after it sat
+    idle (IDLE seconds, default around the old 10 s limit and past 90 s) are
+    answered: the Pod is injected.
+
+Every mismatch is printed with the case, the JSON path and both values; it
+exits 1 if there is any, 2 on a setup failure.
+
+With KUBE_CONTROLLER_MANAGER set (in the environment), real Jobs are created
+too in the webhook and policy passes (emptydir): the Pods the Job controller
+makes must be injected, and the same in both.
+
+Usage: e2e_apiserver.py KUBE_APISERVER ETCD INJECTOR ORIGINAL WORKDIR [IDLE...]
+"""
+
+import base64
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).parent))
+import cluster as k8s  # noqa: E402
+from mesh_webhook import MeshWebhook  # noqa: E402
+
+IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
+LABEL = "tandem.dev/inject"
+NS = "tandem-e2e"
+NS_LABELLED = "tandem-e2e-labelled"
+MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
+# Fields the API server sets per object, not part of what admission did.
+VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
+DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
+# The webhook's account of what it did (SPEC §10); a policy cannot write one.
+REPORT = "tandem.dev/injection"
+# The cases tandem must leave untouched.
+UNTOUCHED = ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"]
+
+
+def cases(original):
+    """(name, namespace, Pod) of every case: the HTTPS tests' Pods (ORIGINAL/),
+    then the unit tests' other shapes (injector/src/inject_tests.rs) made from them."""
+    pods = {p.stem: json.loads(p.read_text()) for p in sorted(Path(original).glob("*.json"))}
+    if not {"plain", "istio-classic", "no-command"} <= pods.keys():
+        raise k8s.Failed(f"{original}: no plain, istio-classic or no-command.json "
+                         "(the HTTPS tests write them)")
+    out = [(name, NS, pod) for name, pod in pods.items()]
+
+    def variant(name, base, ns=NS):
+        """A copy of case `base` named `name`, added to the cases, to change."""
+        pod = copy.deepcopy(pods[base])
+        pod["metadata"]["generateName"] = f"{name}-"
+        out.append((name, ns, pod))
+        return pod["metadata"], pod["spec"]
+
+    def sidecar(name, always=False):
+        c = {"name": name, "image": "registry.example.com/sidecar:1"}
+        return dict(c, restartPolicy="Always") if always else c
+
+    job = pods["plain"]["spec"]["containers"][0]
+    uploader = pods["no-command"]["spec"]["containers"][1]
+    istio = pods["istio-classic"]["spec"]["containers"][1]
+
+    meta, _ = variant("entrypoint", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '["/app/upload", "--fast"]'
+    # The policy reads the annotation with a regular expression, not a JSON parser.
+    meta, _ = variant("entrypoint-spaced", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '[ "/app/up load",\n "a,b]" ]'
+    meta, _ = variant("entrypoint-empty", "no-command")
+    meta["annotations"]["tandem.dev/entrypoint.uploader"] = '[]'
+    _, spec = variant("mixed-istio", "istio-classic")
+    spec["containers"].insert(1, copy.deepcopy(uploader))
+    for name, port in [("several-sidecars", "3600"), ("dapr-port-not-a-number", "http")]:
+        _, spec = variant(name, "plain")
+        own = dict(copy.deepcopy(job), env=[{"name": "DAPR_HTTP_PORT", "value": port}])
+        spec["containers"] = [sidecar("vault-agent"), own, sidecar("cloud-sql-proxy"),
+                              copy.deepcopy(istio)]
+        spec["initContainers"] = [sidecar("daprd", True), sidecar("linkerd-init")]
+    _, spec = variant("native-linkerd", "plain")
+    spec["initContainers"] = [sidecar("linkerd-proxy", True)]
+    _, spec = variant("sets-its-mesh", "istio-classic")
+    spec["containers"][0]["env"] = [
+        {"name": "TANDEM_MESH", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]
+    _, spec = variant("runs-tandem", "plain")
+    spec["containers"][0]["command"] = ["/usr/local/bin/tandem", "--", "/app/myjob"]
+    _, spec = variant("volume-name-taken", "plain")
+    spec["volumes"].append({"name": "tandem-bin", "emptyDir": {}})
+    _, spec = variant("no-token-no-lists", "plain")
+    spec["automountServiceAccountToken"] = False
+    del spec["volumes"], spec["containers"][0]["volumeMounts"]
+
+    meta, _ = variant("not-opted-in", "plain")
+    del meta["labels"][LABEL]
+    meta, _ = variant("opted-out", "plain")
+    meta["labels"][LABEL] = "disabled"
+    meta, _ = variant("not-job-owned", "plain")
+    del meta["ownerReferences"]
+    meta, _ = variant("namespace-mode", "istio-classic", NS_LABELLED)
+    del meta["labels"][LABEL]
+    meta, _ = variant("namespace-opted-out", "plain", NS_LABELLED)
+    meta["labels"][LABEL] = "disabled"
+    return out
+
+
+def clean(pod):
+    """The Pod without what the API server sets per object."""
+    pod = copy.deepcopy(pod)
+    for key in VOLATILE:
+        pod.get("metadata", {}).pop(key, None)
+    pod.pop("status", None)
+    return pod
+
+
+def unreported(pod):
+    """The Pod without the webhook's annotation."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"].get("annotations", {}).pop(REPORT, None)
+    return pod
+
+
+def diff(a, b, path=""):
+    """Paths where `a` and `b` differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in list(a) + [k for k in b if k not in a]:
+            out += diff(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}.{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path or ".", a, b)]
+
+
+def create_pod(api, ns, pod):
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = ns
+    stored, warnings = api.must("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", pod)
+    return clean(stored), warnings
+
+
+def injected(pod):
+    spec = pod["spec"]
+    return any(c["name"] == "tandem-install" for c in spec.get("initContainers", [])) or any(
+        v["name"] == "tandem-bin" and "image" in v for v in spec.get("volumes", []))
+
+
+def wait_injecting(api, plain, what, bound=30.0):
+    """Until `plain` comes back injected (informers take a moment)."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if injected(create_pod(api, NS, plain)[0]):
+            return True
+        time.sleep(0.5)
+    print(f"  {what}: a plain Job Pod was still not injected after {bound:.0f} s")
+    return False
+
+
+class Webhook:
+    """tandem-injector serving on loopback, registered with the API server."""
+
+    def __init__(self, api, injector, mode, dir):
+        self.api = api
+        self.log = Path(dir) / f"injector-{mode}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
+                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--install", mode,
+                 "--drain", "0s"],  # unregistered before it stops: nothing to drain
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        port = self._port()
+        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
+        docs = yaml.safe_load_all(MANIFEST.read_text())
+        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
+        config["metadata"].pop("annotations", None)
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"].get("path", "/")
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
+        self.config = config
+        k8s.create(api, config)
+
+    def _port(self, bound=10.0):
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            for line in self.log.read_text(errors="replace").splitlines():
+                if "listening on " in line:
+                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise k8s.Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
+
+    def stop(self):
+        k8s.delete(self.api, self.config)
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def policy(api, injector, mode):
+    """Applies `tandem-injector policy --install MODE`; its objects."""
+    text = subprocess.run([injector, "policy", "--image", IMAGE, "--install", mode],
+                          check=True, capture_output=True, text=True).stdout
+    objects = [d for d in yaml.safe_load_all(text) if d]
+    for obj in objects:
+        k8s.create(api, obj)
+    return objects
+
+
+class Run:
+    """The passes' stored Pods, and every mismatch found."""
+
+    def __init__(self, api, injector, original, workdir):
+        self.api, self.injector, self.workdir = api, injector, Path(workdir)
+        self.cases = cases(original)
+        self.plain = next(p for n, _, p in self.cases if n == "plain")
+        self.stored = {}
+        self.problems = []
+        self.job_pods = {}
+
+    def problem(self, line):
+        self.problems.append(line)
+        print(f"  MISMATCH {line}")
+
+    def pass_(self, name):
+        pods = {}
+        for case, ns, pod in self.cases:
+            pods[case], _ = create_pod(self.api, ns, pod)
+        self.stored[name] = pods
+        if name != "baseline":
+            changed = [c for c in pods if diff(self.stored["baseline"][c], pods[c])]
+            print(f"  changed by {name}: {', '.join(changed) or 'none'}")
+        (self.workdir / f"{name}.json").write_text(json.dumps(pods, indent=1))
+        return pods
+
+    def untouched(self, name):
+        base = self.stored["baseline"]
+        for case in UNTOUCHED:
+            for path, a, b in diff(base[case], self.stored[name][case]):
+                self.problem(f"{name}: {case} was changed at {path}: {a!r} -> {b!r}")
+
+    def reported(self, name):
+        """The webhook's annotation on every opted-in Job's Pod it reviewed."""
+        for case, _, _ in self.cases:
+            line = self.stored[name][case]["metadata"].get("annotations", {}).get(REPORT)
+            if case not in UNTOUCHED and line is None:
+                self.problem(f"{name}: {case}: no {REPORT} annotation")
+            if name == "webhook-emptydir" and line is not None:
+                print(f"  {case}: {REPORT}: {line}")
+
+    def same(self, left, right):
+        """Every case's Pod from `left` equals the one from `right`, but for
+        the webhook's annotation."""
+        n = 0
+        for case, _, _ in self.cases:
+            found = diff(unreported(self.stored[left][case]),
+                         unreported(self.stored[right][case]))
+            for path, a, b in found:
+                self.problem(f"{right} vs {left}: {case}: {path}: {left} {json.dumps(a)}"
+                             f" / {right} {json.dumps(b)}")
+            n += not found
+        print(f"  {right} vs {left}: {n} of {len(self.cases)} Pods identical")
+
+    def again(self, name):
+        """Each injected Pod created again comes back as it was."""
+        for case, ns, _ in self.cases:
+            pod = copy.deepcopy(self.stored[name][case])
+            if not injected(pod):
+                continue
+            second, _ = create_pod(self.api, ns, pod)
+            for path, a, b in diff(pod, second):
+                self.problem(f"{name}: {case} changed when created again: {path}: {a!r} -> {b!r}")
+
+    def warnings(self):
+        """The ValidatingAdmissionPolicy's warning on an opted-in Job and CronJob."""
+        uploader = self.stored["baseline"]["no-command"]["spec"]["containers"][1]
+        spec = {"template": {"metadata": {"labels": {LABEL: "enabled"}}, "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "uploader", "image": uploader["image"], "args": ["--to=s3"]}]}}}
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "warned"}, "spec": spec}
+        cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "warned"},
+                "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": spec}}}
+        quiet = copy.deepcopy(job)
+        quiet["spec"]["template"]["spec"]["containers"][0]["command"] = ["/app/upload"]
+        annotated = copy.deepcopy(job)
+        annotated["spec"]["template"]["metadata"]["annotations"] = {
+            "tandem.dev/entrypoint.uploader": '["/app/upload"]'}
+        unlabelled = copy.deepcopy(job)
+        del unlabelled["spec"]["template"]["metadata"]["labels"]
+        for what, obj, ns, expect in [
+            ("Job", job, NS, True), ("CronJob", cron, NS, True),
+            ("Job in a labelled namespace", unlabelled, NS_LABELLED, True),
+            ("Job with a command", quiet, NS, False),
+            ("Job with the entrypoint annotation", annotated, NS, False),
+            ("Job not opted in", unlabelled, NS, False),
+        ]:
+            kind = "jobs" if obj["kind"] == "Job" else "cronjobs"
+            _, warnings = self.api.must(
+                "POST", f"/apis/batch/v1/namespaces/{ns}/{kind}?dryRun=All", obj)
+            ours = [w for w in warnings if "tandem: uploader has no command" in w]
+            if ours and what == "Job":
+                print(f"  the warning: {ours[0]}")
+            print(f"  {what}: {'warned: ' + ours[0][:90] + '...' if ours else 'no warning'}")
+            if bool(ours) != expect:
+                self.problem(f"policy warning: {what}: expected {'a' if expect else 'no'} "
+                             f"warning, got {warnings}")
+        self.kubectl(job)
+
+    def kubectl(self, job):
+        """What a person sees: `kubectl create` prints the warning (if there is a kubectl)."""
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            print("  kubectl: not on PATH, not tried")
+            return
+        path = self.workdir / "warned-job.json"
+        path.write_text(json.dumps(job))
+        done = subprocess.run(
+            [kubectl, "--kubeconfig", str(self.api.kubeconfig()), "create", "--dry-run=server",
+             "-n", NS, "-f", str(path)], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            print(f"  kubectl: exit {done.returncode}, not usable here: {done.stderr.strip()[:300]}")
+            return
+        shown = [l for l in done.stderr.splitlines() if l.startswith("Warning:")]
+        print(f"  kubectl create: {shown[0][:100] + '...' if shown else 'NO warning shown'}")
+        if not any("tandem: uploader has no command" in l for l in shown):
+            self.problem(f"kubectl create of the Job showed no warning: {done.stderr.strip()}")
+
+    def jobs(self, name):
+        """Real Jobs (the controller manager creates their Pods): each Pod injected,
+        the same through every pass (the token volume's random name aside)."""
+        for case in ["istio-classic", "two-jobs", "no-command"]:
+            template = copy.deepcopy(next(p for n, _, p in self.cases if n == case))
+            spec = template["spec"]
+            for c in spec["containers"] + spec.get("initContainers", []):
+                c.pop("volumeMounts", None)  # the token's: the ServiceAccount plugin adds it
+            job_name = f"{name}-{case}"
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job_name},
+                   "spec": {"backoffLimit": 0, "template": {
+                       "metadata": {"labels": {LABEL: "enabled"}},
+                       "spec": {k: spec[k] for k in ["containers", "initContainers", "restartPolicy"]
+                                if k in spec}}}}
+            self.api.must("POST", f"/apis/batch/v1/namespaces/{NS}/jobs", job)
+            pod = self.job_pod(job_name)
+            if pod is None:
+                self.problem(f"{name}: Job {job_name} made no Pod within 60 s")
+                continue
+            token = next(v["name"] for v in pod["spec"]["volumes"] if "projected" in v)
+            pod = json.loads(json.dumps(pod["spec"]).replace(token, "kube-api-access-TOKEN"))
+            state = "injected" if injected({"spec": pod}) else "NOT injected"
+            print(f"  Job {job_name}: its Pod {state}")
+            if not injected({"spec": pod}):
+                self.problem(f"{name}: the Pod of Job {job_name} was not injected")
+            first = self.job_pods.setdefault(case, (name, pod))
+            for path, a, b in diff(first[1], pod):
+                self.problem(f"Job {case}: {first[0]} vs {name}: {path}: {json.dumps(a)} / {json.dumps(b)}")
+
+    def job_pod(self, job_name, bound=60.0):
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            found, _ = self.api.must(
+                "GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=job-name%3D{job_name}")
+            if found["items"]:
+                return found["items"][0]
+            time.sleep(0.5)
+        return None
+
+    def reinvoked(self, name):
+        """A mesh's injector adds istio-proxy after tandem's change: tandem runs
+        again and the plain Pod ends as the istio-classic one did (its spec)."""
+        classic = self.stored["webhook-emptydir"]["istio-classic"]
+        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        try:
+            time.sleep(2)  # the API server's informer picks the configuration up
+            pod, _ = create_pod(self.api, NS, self.plain)
+        finally:
+            mesh.stop()
+        found = diff(classic["spec"], pod["spec"])
+        report = pod["metadata"].get("annotations", {}).get(REPORT)
+        if name.startswith("webhook"):
+            print(f"  its {REPORT}: {report}")
+        for path, a, b in found:
+            self.problem(f"{name} then a mesh's webhook: plain: .spec{path}: "
+                         f"istio-classic through the webhook {json.dumps(a)} / {json.dumps(b)}")
+        print(f"  plain, then istio-proxy added by another webhook: "
+              f"{'as istio-classic through the webhook' if not found else 'DIFFERENT'}")
+
+    def idle(self, seconds):
+        """Reviews after the webhook's connection sat idle are answered."""
+        for wait in seconds:
+            time.sleep(wait)
+            pod, _ = create_pod(self.api, NS, self.plain)
+            ok = injected(pod)
+            print(f"  after {wait:g} s idle: {'injected' if ok else 'NOT injected'}")
+            if not ok:
+                self.problem(f"webhook: a review after {wait:g} s idle was not answered in time")
+
+    def type_checking(self, objects):
+        """What the API server's type check of each policy found (status)."""
+        for obj in objects:
+            if not obj["kind"].endswith("Policy"):
+                continue
+            stored, _ = self.api.must(
+                "GET", f"{k8s.collection(obj['kind'])}/{obj['metadata']['name']}")
+            status = stored.get("status", {})
+            warnings = status.get("typeChecking", {}).get("expressionWarnings", [])
+            print(f"  {obj['kind']} type check: {len(warnings)} warnings"
+                  f"{'' if status else ' (no status)'}")
+            for w in warnings:
+                print(f"    {w.get('fieldRef')}: {w.get('warning')}")
+
+    def metrics(self):
+        """The API server's counters of policy errors (a CEL error is silent)."""
+        _, _, text = self.api.call("GET", "/metrics")
+        # error_type: no_error, invalid_error (a validation that failed: the
+        # warning) or an evaluation's error (compile_error, ...).
+        lines = [l for l in str(text).splitlines()
+                 if "admission_policy_check_total{" in l and "tandem-injector" in l]
+        errors = [l for l in lines if not any(
+            f'error_type="{ok}"' in l for ok in ["no_error", "invalid_error"])]
+        for line in errors:
+            self.problem(f"policy metrics: {line}")
+        for line in lines:
+            print(f"  {line}")
+
+
+def main(argv):
+    if len(argv) < 6:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 64
+    kube_apiserver, etcd, injector, original, workdir = argv[1:6]
+    idle = [float(s) for s in argv[6:]] or DEFAULT_IDLE
+    workdir = Path(workdir).resolve()
+    subprocess.run(["rm", "-rf", str(workdir)], check=True)
+    kcm = os.environ.get("KUBE_CONTROLLER_MANAGER") or None
+    api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster", kcm)
+    try:
+        return run(api, injector, original, workdir, idle, kcm)
+    except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
+        print(f"e2e-apiserver: FAILED: {e}", file=sys.stderr)
+        return 2
+    finally:
+        api.stop()
+
+
+def run(api, injector, original, workdir, idle, kcm):
+    version, _ = api.must("GET", "/version")
+    print(f"kube-apiserver {version.get('gitVersion')} at {api.url}; logs in {workdir}")
+    group, _ = api.must("GET", "/apis/admissionregistration.k8s.io/v1")
+    served = {r["name"] for r in group["resources"]}
+    if "mutatingadmissionpolicies" not in served:
+        raise k8s.Failed(f"admissionregistration.k8s.io/v1 serves no mutatingadmissionpolicies: {served}")
+    for ns, labels in [(NS, {}), (NS_LABELLED, {LABEL: "enabled"})]:
+        k8s.create(api, {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": ns, "labels": labels}})
+        # No controller manager: the ServiceAccount plugin needs the account.
+        k8s.create(api, {"apiVersion": "v1", "kind": "ServiceAccount",
+                         "metadata": {"name": "default"}}, ns)
+    r = Run(api, injector, original, workdir)
+    print(f"{len(r.cases)} cases: {', '.join(n for n, _, _ in r.cases)}")
+    r.pass_("baseline")
+    for mode in ["emptydir", "image-volume"]:
+        print(f"webhook-{mode}:")
+        hook = Webhook(api, injector, mode, workdir)
+        wait_injecting(api, r.plain, f"webhook-{mode}")
+        r.pass_(f"webhook-{mode}")
+        if kcm and mode == "emptydir":
+            r.jobs(f"webhook-{mode}")
+        r.untouched(f"webhook-{mode}")
+        r.reported(f"webhook-{mode}")
+        if mode == "emptydir":
+            r.reinvoked(f"webhook-{mode}")
+        r.again(f"webhook-{mode}")
+        if mode == "emptydir":
+            r.idle(idle)
+        hook.stop()
+
+        print(f"policy-{mode}:")
+        objects = policy(api, injector, mode)
+        wait_injecting(api, r.plain, f"policy-{mode}")
+        r.pass_(f"policy-{mode}")
+        if kcm and mode == "emptydir":
+            r.jobs(f"policy-{mode}")
+        r.untouched(f"policy-{mode}")
+        if mode == "emptydir":
+            r.reinvoked(f"policy-{mode}")
+        r.again(f"policy-{mode}")
+        r.same(f"webhook-{mode}", f"policy-{mode}")
+        if mode == "emptydir":
+            r.warnings()
+            print("both-emptydir:")
+            hook = Webhook(api, injector, mode, workdir)
+            time.sleep(2)
+            r.pass_("both-emptydir")
+            r.same("policy-emptydir", "both-emptydir")
+            hook.stop()
+        r.metrics()
+        r.type_checking(objects)
+        for obj in reversed(objects):
+            k8s.delete(api, obj)
+        time.sleep(2)
+    print(f"e2e-apiserver: {len(r.problems)} mismatches")
+    return 1 if r.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

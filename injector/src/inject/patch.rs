@@ -1,0 +1,50 @@
+//! The JSONPatch (RFC 6902) of a Pod's first injection: the volumes, the
+//! install init container, and each wrapped container's command and mounts.
+
+use serde_json::{Map, Value, json};
+
+use super::command::{self, Commands};
+use super::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME};
+use crate::install::Install;
+
+/// Appends to `patch` what installs tandem in the Pod whose `spec` is given
+/// (`has_volumes`: it has a `volumes` list) and wraps `commands.wrapped`.
+pub(super) fn install(
+    patch: &mut Vec<Value>,
+    spec: &Map<String, Value>,
+    has_volumes: bool,
+    install: &Install,
+    commands: &Commands,
+) {
+    let several = commands.wrapped.len() > 1;
+    let mut new_volumes = vec![install.volume()];
+    if several {
+        new_volumes.push(json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}));
+    }
+    append(patch, "/spec/volumes", has_volumes, new_volumes);
+    if let Some(container) = install.init_container() {
+        let has_init = !matches!(spec.get("initContainers"), None | Some(Value::Null));
+        append(patch, "/spec/initContainers", has_init, vec![container]);
+    }
+    for c in &commands.wrapped {
+        let at = format!("/spec/containers/{}", c.index);
+        patch.extend(command::ops(&at, c, commands.found.get(&c.index)));
+        let mut mounts = vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
+        if several {
+            mounts.push(json!({"name": SHARED_VOLUME, "mountPath": SHARED_DIR}));
+        }
+        append(patch, &format!("{at}/volumeMounts"), c.has_mounts, mounts);
+    }
+}
+
+/// Operations that add `items` to the list at `path`: the whole list when the
+/// field is not there, else one append each.
+pub(super) fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
+    if exists {
+        for item in items {
+            patch.push(json!({"op": "add", "path": format!("{path}/-"), "value": item}));
+        }
+    } else {
+        patch.push(json!({"op": "add", "path": path, "value": items}));
+    }
+}

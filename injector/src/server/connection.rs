@@ -1,0 +1,100 @@
+//! One HTTPS connection: its TLS handshake, then its requests, each read
+//! within the request limit, answered by `routes`, counted and logged.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use rustls::{ServerConnection, StreamOwned};
+
+use super::Shared;
+use super::poll::wait;
+use crate::deadline::Deadline;
+use crate::http::{self, Failure};
+use crate::metrics::{self, Counter};
+use crate::routes;
+use crate::say;
+
+/// One connection: the TLS handshake, then requests until the client closes,
+/// idles too long, fails, or the drain ends.
+pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let conn = match ServerConnection::new(shared.tls.clone()) {
+        Ok(conn) => conn,
+        Err(e) => return say!("warning: {peer}: TLS: {e}"),
+    };
+    let limits = shared.limits;
+    let fds = [stream.as_raw_fd(), shared.closing.as_raw_fd()];
+    let mut tls = StreamOwned::new(conn, Deadline::new(stream, limits.request));
+    while tls.conn.is_handshaking() {
+        if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+            return failed(peer, &e, true);
+        }
+    }
+    let mut buf = Vec::new();
+    loop {
+        let buffered = !buf.is_empty()
+            || tls
+                .conn
+                .process_new_packets()
+                .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
+        // Idle: no deadline runs until the next request's first byte.
+        if !buffered && !matches!(wait(&fds, Some(limits.idle)), Ok(Some(0))) {
+            break; // idle too long, or the drain is over
+        }
+        tls.sock.renew(limits.request);
+        match http::read_request(&mut tls, &mut buf) {
+            Ok(request) => {
+                let read = Instant::now();
+                // While draining, each connection closes after its answer, so
+                // none is left idle, open to a request, when the drain ends.
+                let keep = request.keep_alive && !shared.draining();
+                let (status, kind, body) = routes::answer(
+                    &request,
+                    &shared.install,
+                    &shared.registry,
+                    shared.draining(),
+                    peer,
+                );
+                if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
+                    metrics::count(Counter::ErrorConnection);
+                    say!("warning: {peer}: answering: {e}");
+                    return;
+                }
+                if request.path.starts_with("/mutate") && status == http::OK {
+                    metrics::observe(read.elapsed());
+                }
+                if !keep {
+                    break;
+                }
+            }
+            Err(Failure::Closed) => return,
+            Err(Failure::Refused(status, reason)) => {
+                metrics::count(Counter::ErrorBadRequest);
+                say!("warning: {peer}: {} {}: {reason}", status.0, status.1);
+                let body = format!("tandem-injector: {reason}\n");
+                let _ =
+                    http::write_response(&mut tls, status, "text/plain", body.as_bytes(), false);
+                break;
+            }
+            Err(Failure::Io(e)) => return failed(peer, &e, buf.is_empty()),
+        }
+    }
+    tls.conn.send_close_notify();
+    tls.sock.renew(Duration::from_secs(1));
+    let _ = tls.flush();
+}
+
+/// Logs why a connection failed: handshake failures (a client that does not
+/// trust the CA, plain HTTP) and time limits are worth a line; a client that
+/// closes with nothing unread (`nothing_read`) is not.
+fn failed(peer: SocketAddr, e: &io::Error, nothing_read: bool) {
+    if e.kind() == io::ErrorKind::InvalidData {
+        metrics::count(Counter::ErrorTls);
+        say!("warning: {peer}: TLS: {e}");
+    } else if e.kind() != io::ErrorKind::UnexpectedEof || !nothing_read {
+        metrics::count(Counter::ErrorConnection);
+        say!("warning: {peer}: {e}");
+    }
+}
