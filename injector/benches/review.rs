@@ -6,7 +6,7 @@
 //!   new connection each). Goal: p99 ≤ 5 ms.
 //! - Peak RSS (VmHWM) of the injector while 100 clients each send a review at
 //!   the same moment, several rounds. Goal: ≤ 10 MiB.
-//! - With the loopback test registry (`tests/support/registry.rs`; skipped
+//! - With the loopback test registry (`injector/tests/support/registry.rs`; skipped
 //!   without docker-registry and buildah): a review whose job container has no
 //!   `command` and whose image is cached (goal: p99 ≤ 5 ms); a cold lookup (a
 //!   new client: TLS handshake, 401, login, manifest, configuration), which the

@@ -1,4 +1,4 @@
-"""The no-command case of `make injector-pods` (issue 31): a job container with
+"""The no-command case of `make injector-pods` (SPEC §10.4): a job container with
 no `command` whose image has an ENTRYPOINT, wrapped by the injector from what it
 read in that image's registry.
 

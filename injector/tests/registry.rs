@@ -1,5 +1,5 @@
 //! Job containers without `command` against a real registry on loopback
-//! (SPEC §10, issue 31): Debian's docker-registry with TLS from a test CA,
+//! (SPEC §10.4): Debian's docker-registry with TLS from a test CA,
 //! anonymous, htpasswd basic auth and a bearer challenge answered by a token
 //! endpoint; images built FROM scratch with buildah (ENTRYPOINT, CMD, both,
 //! neither, a multi-platform index, a mismatched one). First the lookup itself
