@@ -1,4 +1,4 @@
-//! Job containers without `command` (SPEC §10, issue 31): wrapped from what the
+//! Job containers without `command` (SPEC §10): wrapped from what the
 //! registry said of their image, or from the annotation, or left with the
 //! reason; each patch applied (json-patch) and the resulting container checked.
 

@@ -77,7 +77,7 @@ counters! {
     ErrorBadRequest = "tandem_injector_errors_total" "bad_request",
     ErrorTls = "tandem_injector_errors_total" "tls",
     ErrorConnection = "tandem_injector_errors_total" "connection",
-    // Registry lookups (issue 31): one line per result.
+    // Registry lookups (SPEC §10): one line per result.
     RegistryCacheHit = "tandem_injector_registry_lookups_total" "cache_hit",
     RegistryCacheMiss = "tandem_injector_registry_lookups_total" "cache_miss",
     RegistryFailure = "tandem_injector_registry_lookups_total" "failure",

@@ -106,7 +106,7 @@ fn describe(probes: &[Probe], with_answers: bool) -> String {
                 name
             } else if p.not_found >= NOT_FOUND_HINT_AFTER {
                 // A starting sidecar answers 503 or refuses; 404 means nothing
-                // there has that path: a wrong URL or port (SPEC §3, issue 10).
+                // there has that path: a wrong URL or port (SPEC §3).
                 let check = match &p.check {
                     Check::Envoy(_) => "ENVOY_ADMIN_API/--admin (the admin base URL, no path)",
                     _ => "TANDEM_READY_URLS/--ready, or the --mesh preset's port",

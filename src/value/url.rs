@@ -509,7 +509,7 @@ mod tests {
         }
     }
 
-    // Issue 22: the authority ends at `?` as the parser reads it, so the host
+    // The authority ends at `?` as the parser reads it, so the host
     // left is the one tandem contacts, never the one after the `@` in the query.
     #[test]
     fn redact_never_names_a_host_from_a_query() {

@@ -1,4 +1,4 @@
-//! The image's entrypoint from its registry (SPEC §10, issue 31): a job
+//! The image's entrypoint from its registry (SPEC §10): a job
 //! container without `command` runs its image's `ENTRYPOINT`/`CMD`, which only
 //! the image's configuration knows. [`Registry::lookup`] reads it through the
 //! OCI distribution API within a deadline, remembered in a bounded cache.
