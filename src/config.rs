@@ -38,9 +38,9 @@ const DEFAULT_QUIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default upper bound on the interval between readiness polls: the app starts
 /// within one interval plus a round trip and a spawn of the sidecar turning ready,
 /// half an interval on average. 85 ms keeps that within SPEC §3's 100 ms (p99) and
-/// the 50 ms median BENCHMARKS.md holds it to, at about 12 polls a second over one kept-alive
-/// connection. (100 ms would be 10 a second but a 50 ms median before the round trip
-/// and the spawn: no interval meets both exactly.)
+/// the 50 ms median BENCHMARKS.md holds it to, at about 12 polls a second over one
+/// kept-alive connection. (100 ms would be 10 a second but a 50 ms median before the
+/// round trip and the spawn: no interval meets both exactly.)
 const DEFAULT_POLL_MAX: Duration = Duration::from_millis(85);
 /// Default bound on the `--on-exit` program's run (SPEC §11).
 const DEFAULT_ON_EXIT_TIMEOUT: Duration = Duration::from_secs(30);
