@@ -164,3 +164,7 @@ pub const SEVERAL: [&str; 3] = [
     "TANDEM_CONTAINER_NAME",
     "TANDEM_SHARED_DIR",
 ];
+
+#[cfg(test)]
+#[path = "cel_tests.rs"]
+mod tests;

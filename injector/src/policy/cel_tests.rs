@@ -1,0 +1,403 @@
+//! The mutating policy's CEL run by a CEL evaluator (the `cel` crate) on the
+//! Pods of the webhook's tests, and compared with what `inject::plan` decides.
+//!
+//! Kubernetes adds to CEL what the crate lacks; the tests stand in for two parts:
+//! - `findAll` (Kubernetes' regex library): every non-overlapping match, left to
+//!   right, as Go's `FindAllString(s, -1)`; Rust's `regex` has the same RE2
+//!   syntax and leftmost-first semantics for the one pattern used (`"[^"]*"`).
+//! - typed object literals (`JSONPatch{…}`, `Object.spec…{…}`): each becomes the
+//!   map of its fields, the JSON the API server makes of it. What this does not
+//!   check: field names and types against the Pod schema (the API server does).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use cel::common::types::Type;
+use cel::common::value::{CowVal, Val};
+use cel::extractors::This;
+use cel::{Context, Env, ExecutionError, StructType};
+use serde_json::{Map, Value, json};
+
+use crate::inject::{Scope, TANDEM, plan};
+use crate::install::{Install, Mode};
+use crate::policy::documents;
+use crate::yaml::Node;
+
+#[path = "../../tests/support/pods.rs"]
+mod pods;
+
+use pods::{container, istio_proxy, job_container, job_pod, review};
+
+/// A typed object literal, evaluated to the map of its fields.
+struct Literal(Type);
+
+impl StructType for Literal {
+    fn get_type(&self) -> &Type {
+        &self.0
+    }
+
+    fn new_value<'b, 'v>(
+        &self,
+        fields: BTreeMap<String, CowVal<'b, 'v>>,
+    ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
+        let mut map = HashMap::new();
+        for (name, value) in fields {
+            map.insert(name, cel::Value::try_from(&*value)?);
+        }
+        Box::<dyn Val>::try_from(cel::Value::from(map))
+    }
+}
+
+/// The mutating policy's parts: match conditions, variables in order, patch.
+struct Policy {
+    conditions: Vec<String>,
+    variables: Vec<(String, String)>,
+    patch: String,
+}
+
+fn field<'a>(node: &'a Node, key: &str) -> &'a Node {
+    match node {
+        Node::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("no {key}")),
+        _ => panic!("not a map at {key}"),
+    }
+}
+
+fn text(node: &Node) -> String {
+    match node {
+        Node::Str(s) => s.clone(),
+        _ => panic!("not a string"),
+    }
+}
+
+fn list(node: &Node) -> &[Node] {
+    match node {
+        Node::List(items) => items,
+        _ => panic!("not a list"),
+    }
+}
+
+fn policy(mode: Mode) -> Policy {
+    let install = install(mode);
+    let docs = documents(&install);
+    let spec = field(&docs[0], "spec");
+    let named = |key| {
+        list(field(spec, key))
+            .iter()
+            .map(|v| (text(field(v, "name")), text(field(v, "expression"))))
+            .collect::<Vec<_>>()
+    };
+    let mutation = &list(field(spec, "mutations"))[0];
+    Policy {
+        conditions: named("matchConditions").into_iter().map(|(_, e)| e).collect(),
+        variables: named("variables"),
+        patch: text(field(field(mutation, "jsonPatch"), "expression")),
+    }
+}
+
+fn install(mode: Mode) -> Install {
+    Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode,
+    }
+}
+
+/// The CEL environment: the standard library, the strings extension (which
+/// Kubernetes has too) and every typed object literal of `patch`.
+fn environment(patch: &str) -> Arc<Env> {
+    let mut env = Env::stdlib();
+    env.add_extension(cel::extensions::strings).unwrap();
+    let literal = regex::Regex::new(r"(JSONPatch|Object(\.[A-Za-z]+)+)\{").unwrap();
+    let names: std::collections::BTreeSet<String> = literal
+        .captures_iter(patch)
+        .map(|m| m[1].to_string())
+        .collect();
+    for name in names {
+        env.add_type(Literal(Type::new_struct(name))).unwrap();
+    }
+    Arc::new(env)
+}
+
+/// Kubernetes' `<string>.findAll(<regex>)`: every non-overlapping match.
+fn find_all(This(text): This<Arc<String>>, pattern: Arc<String>) -> Result<cel::Value, ExecutionError> {
+    let re = regex::Regex::new(&pattern)
+        .map_err(|e| ExecutionError::function_error("findAll", e))?;
+    let all: Vec<cel::Value> = re.find_iter(&text).map(|m| m.as_str().into()).collect();
+    Ok(all.into())
+}
+
+/// What the policy makes of `pod`: whether it matches, its variables, and the
+/// Pod after its patch (the Pod itself when it does not match).
+struct Outcome {
+    matches: bool,
+    variables: Map<String, Value>,
+    pod: Value,
+}
+
+fn evaluate(mode: Mode, pod: &Value) -> Outcome {
+    let policy = policy(mode);
+    let env = environment(&policy.patch);
+    let run = |source: &str, variables: &Map<String, Value>| -> Value {
+        let program = env
+            .compile(source)
+            .unwrap_or_else(|e| panic!("{e}\nin {source}"));
+        let mut context = Context::with_env(env.clone());
+        context.add_variable("object", cel::to_value(pod).unwrap()).unwrap();
+        context
+            .add_variable("variables", cel::to_value(variables).unwrap())
+            .unwrap();
+        context.add_function("findAll", find_all).unwrap();
+        let value = program
+            .execute(&context)
+            .unwrap_or_else(|e| panic!("{e:?}\nin {source}"));
+        value.json().unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
+    };
+    let mut variables = Map::new();
+    let matches = policy
+        .conditions
+        .iter()
+        .all(|c| run(c, &variables) == json!(true));
+    if !matches {
+        return Outcome {
+            matches,
+            variables,
+            pod: pod.clone(),
+        };
+    }
+    for (name, expression) in &policy.variables {
+        let value = run(expression, &variables);
+        variables.insert(name.clone(), value);
+    }
+    let ops = run(&policy.patch, &variables);
+    let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
+    let mut out = pod.clone();
+    json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {ops:?}"));
+    Outcome {
+        matches,
+        variables,
+        pod: out,
+    }
+}
+
+/// The webhook's Pod for `pod`.
+fn webhook(mode: Mode, pod: &Value) -> Value {
+    let request = review("uid-1", pod)["request"].clone();
+    let p = plan(&request, &install(mode), Scope::Label);
+    let mut out = pod.clone();
+    let ops: json_patch::Patch = serde_json::from_value(Value::Array(p.patch)).unwrap();
+    json_patch::patch(&mut out, &ops).unwrap();
+    out
+}
+
+fn names(pod: &Value, pick: impl Fn(&Value) -> bool) -> Vec<String> {
+    pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| pick(c))
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn env_value(c: &Value, name: &str) -> Option<String> {
+    c["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .map(|e| e["value"].as_str().unwrap_or("").to_string())
+}
+
+/// The Pods of the webhook's tests that it changes without a registry lookup.
+fn cases() -> Vec<(String, Value)> {
+    let sidecar = |name| container(name, "sidecar:1", None, &[]);
+    let mut out: Vec<(String, Value)> = pods::cases()
+        .into_iter()
+        .map(|(n, p)| (n.to_string(), p))
+        .collect();
+    for port in ["$(PORT)", "0", "3601"] {
+        let mut job = job_container("job");
+        job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": port}]);
+        let mut daprd = sidecar("daprd");
+        daprd["restartPolicy"] = json!("Always");
+        out.push((format!("dapr {port}"), job_pod("j", vec![job], vec![daprd])));
+    }
+    let mut job = job_container("job");
+    job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": "3600"}]);
+    let mut daprd = sidecar("daprd");
+    daprd["restartPolicy"] = json!("Always");
+    let mixed = vec![
+        sidecar("vault-agent"),
+        job,
+        sidecar("cloud-sql-proxy"),
+        istio_proxy(false),
+    ];
+    out.push((
+        "several sidecars".into(),
+        job_pod("j", mixed, vec![daprd, sidecar("linkerd-init")]),
+    ));
+    let mut daprd = sidecar("daprd");
+    daprd["restartPolicy"] = json!("Always");
+    out.push((
+        "unwrapped, native and classic".into(),
+        job_pod(
+            "j",
+            vec![
+                job_container("job"),
+                container("uploader", pods::JOB_IMAGE, None, &["--to=s3"]),
+                istio_proxy(false),
+            ],
+            vec![daprd],
+        ),
+    ));
+    for var in ["TANDEM_MESH", "TANDEM_READY_URLS"] {
+        let mut job = job_container("job");
+        job["env"] = json!([{"name": var, "value": "none"}]);
+        out.push((
+            format!("sets {var}"),
+            job_pod("j", vec![job, istio_proxy(false)], vec![]),
+        ));
+    }
+    let mut two = job_pod(
+        "j",
+        vec![job_container("a"), job_container("b")],
+        vec![istio_proxy(true)],
+    );
+    two["spec"]["containers"][1]["env"] = json!([{"name": "TANDEM_SHARED_DIR", "value": "/s"}]);
+    out.push(("two, one sets §9".into(), two));
+    let mut annotated = job_pod(
+        "j",
+        vec![container("job", pods::JOB_IMAGE, None, &["--x"])],
+        vec![],
+    );
+    annotated["metadata"]["annotations"]["tandem.dev/entrypoint.job"] =
+        json!(r#"["/app/entry", "serve"]"#);
+    out.push(("entrypoint annotation".into(), annotated));
+    let runs = container("job", "x", Some(&["/tandem", "--", "/job"]), &[]);
+    out.push(("runs tandem".into(), job_pod("j", vec![runs], vec![])));
+    let mut clash = job_pod("j", vec![job_container("job")], vec![]);
+    clash["spec"]["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": crate::inject::SHARED_VOLUME, "emptyDir": {}}));
+    out.push(("volume clash".into(), clash));
+    // Reinvocations: each Pod as the webhook left it, and once more after
+    // Istio's injector added its proxy.
+    let first: Vec<(String, Value)> = out.clone();
+    for (name, pod) in first {
+        let once = webhook(Mode::EmptyDir, &pod);
+        let mut with_istio = once.clone();
+        out.push((format!("{name}, reinvoked"), once));
+        if names(&with_istio, |c| c["name"] == "istio-proxy").is_empty() {
+            with_istio["spec"]["containers"]
+                .as_array_mut()
+                .unwrap()
+                .push(istio_proxy(false));
+            out.push((format!("{name}, reinvoked after istio"), with_istio));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_expression_of_the_policy_compiles() {
+    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+        let policy = policy(mode);
+        let env = environment(&policy.patch);
+        let all = policy
+            .conditions
+            .iter()
+            .chain(policy.variables.iter().map(|(_, e)| e))
+            .chain([&policy.patch]);
+        for source in all {
+            if let Err(e) = env.compile(source) {
+                panic!("{e}\nin {source}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_policys_variables_name_the_containers_the_webhook_wraps_and_its_variables() {
+    for (name, pod) in cases() {
+        let webhook = webhook(Mode::EmptyDir, &pod);
+        let policy = evaluate(Mode::EmptyDir, &pod);
+        assert!(policy.matches, "{name}");
+        let v = &policy.variables;
+        let before: Vec<&Value> = pod["spec"]["containers"].as_array().unwrap().iter().collect();
+        let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
+            && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
+            && before.iter().any(|c| c["command"][0] == TANDEM);
+        assert_eq!(v["injected"], json!(was_injected), "{name}");
+        // Wrapped: the command changed now, or it runs the tandem we installed.
+        let wrapped = names(&webhook, |c| {
+            let old = before.iter().find(|o| o["name"] == c["name"]).unwrap();
+            c["command"] != old["command"] || (was_injected && c["command"][0] == TANDEM)
+        });
+        assert_eq!(v["names"], json!(wrapped), "{name}");
+        assert_eq!(v["several"], json!(wrapped.len() > 1), "{name}");
+        let containers = webhook["spec"]["containers"].as_array().unwrap();
+        for (i, c) in containers.iter().enumerate() {
+            if !wrapped.iter().any(|w| c["name"] == *w) {
+                continue;
+            }
+            let old = before[i];
+            let added = |var| env_value(c, var).filter(|_| env_value(old, var).is_none());
+            let mesh = v["mesh"].as_array().unwrap();
+            let mesh: Vec<&str> = mesh.iter().map(|m| m.as_str().unwrap()).collect();
+            let free = v["meshFree"][i] == json!(true);
+            let want_mesh = (free && !mesh.is_empty()).then(|| mesh.join(","));
+            assert_eq!(added("TANDEM_MESH"), want_mesh, "{name}: {}", c["name"]);
+            let ready = v["ready"][i].as_str().unwrap();
+            let want_ready = (free && !ready.is_empty()).then(|| ready.to_string());
+            assert_eq!(added("TANDEM_READY_URLS"), want_ready, "{name}");
+            let several = v["several"] == json!(true) && v["severalFree"][i] == json!(true);
+            let job_containers = added("TANDEM_JOB_CONTAINERS");
+            assert_eq!(job_containers.is_some(), several, "{name}: {}", c["name"]);
+            if let Some(list) = job_containers {
+                assert_eq!(list, wrapped.join(","), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_policys_patch_gives_the_webhooks_pod_spec_for_every_case() {
+    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+        for (name, pod) in cases() {
+            // The reinvoked Pods are the emptyDir route's.
+            if mode == Mode::ImageVolume && name.contains("reinvoked") {
+                continue;
+            }
+            let webhook = webhook(mode, &pod);
+            let policy = evaluate(mode, &pod);
+            assert_eq!(
+                policy.pod["spec"],
+                webhook["spec"],
+                "{mode:?} {name}:\npolicy's:\n{}\nwebhook's:\n{}",
+                serde_json::to_string_pretty(&policy.pod["spec"]).unwrap(),
+                serde_json::to_string_pretty(&webhook["spec"]).unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_match_conditions_leave_out_a_pod_no_job_owns() {
+    let mut pod = job_pod("j", vec![job_container("job")], vec![]);
+    pod["metadata"]["ownerReferences"][0]["kind"] = json!("ReplicaSet");
+    pod["metadata"]["ownerReferences"][0]["apiVersion"] = json!("apps/v1");
+    assert!(!evaluate(Mode::EmptyDir, &pod).matches);
+    assert_eq!(webhook(Mode::EmptyDir, &pod), pod);
+    pod["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    assert!(!evaluate(Mode::EmptyDir, &pod).matches);
+    let many: Vec<Value> = (0..=super::MAX_CONTAINERS)
+        .map(|i| job_container(&format!("c{i}")))
+        .collect();
+    assert!(!evaluate(Mode::EmptyDir, &job_pod("j", many, vec![])).matches);
+}
