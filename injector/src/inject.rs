@@ -176,7 +176,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 
 #[cfg(test)]
 #[path = "inject_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "inject_entrypoint_tests.rs"]

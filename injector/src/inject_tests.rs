@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::*;
 
 #[path = "../tests/support/pods.rs"]
-pub(super) mod pods;
+pub(crate) mod pods;
 
 use pods::{container, istio_proxy, job_container, job_pod, review};
 

@@ -23,10 +23,7 @@ use crate::install::{Install, Mode};
 use crate::policy::documents;
 use crate::yaml::Node;
 
-#[path = "../../tests/support/pods.rs"]
-mod pods;
-
-use pods::{container, istio_proxy, job_container, job_pod, review};
+use crate::inject::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
 
 /// A typed object literal, evaluated to the map of its fields.
 struct Literal(Type);
@@ -92,7 +89,10 @@ fn policy(mode: Mode) -> Policy {
     };
     let mutation = &list(field(spec, "mutations"))[0];
     Policy {
-        conditions: named("matchConditions").into_iter().map(|(_, e)| e).collect(),
+        conditions: named("matchConditions")
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect(),
         variables: named("variables"),
         patch: text(field(field(mutation, "jsonPatch"), "expression")),
     }
@@ -122,9 +122,12 @@ fn environment(patch: &str) -> Arc<Env> {
 }
 
 /// Kubernetes' `<string>.findAll(<regex>)`: every non-overlapping match.
-fn find_all(This(text): This<Arc<String>>, pattern: Arc<String>) -> Result<cel::Value, ExecutionError> {
-    let re = regex::Regex::new(&pattern)
-        .map_err(|e| ExecutionError::function_error("findAll", e))?;
+fn find_all(
+    This(text): This<Arc<String>>,
+    pattern: Arc<String>,
+) -> Result<cel::Value, ExecutionError> {
+    let re =
+        regex::Regex::new(&pattern).map_err(|e| ExecutionError::function_error("findAll", e))?;
     let all: Vec<cel::Value> = re.find_iter(&text).map(|m| m.as_str().into()).collect();
     Ok(all.into())
 }
@@ -145,7 +148,9 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
             .compile(source)
             .unwrap_or_else(|e| panic!("{e}\nin {source}"));
         let mut context = Context::with_env(env.clone());
-        context.add_variable("object", cel::to_value(pod).unwrap()).unwrap();
+        context
+            .add_variable("object", cel::to_value(pod).unwrap())
+            .unwrap();
         context
             .add_variable("variables", cel::to_value(variables).unwrap())
             .unwrap();
@@ -153,7 +158,9 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
         let value = program
             .execute(&context)
             .unwrap_or_else(|e| panic!("{e:?}\nin {source}"));
-        value.json().unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
+        value
+            .json()
+            .unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
     };
     let mut variables = Map::new();
     let matches = policy
@@ -210,8 +217,9 @@ fn env_value(c: &Value, name: &str) -> Option<String> {
         .map(|e| e["value"].as_str().unwrap_or("").to_string())
 }
 
-/// The Pods of the webhook's tests that it changes without a registry lookup.
-fn cases() -> Vec<(String, Value)> {
+/// The Pods of the webhook's tests that it changes without a registry lookup,
+/// and each as `mode`'s route left it (a reinvocation).
+fn cases(mode: Mode) -> Vec<(String, Value)> {
     let sidecar = |name| container(name, "sidecar:1", None, &[]);
     let mut out: Vec<(String, Value)> = pods::cases()
         .into_iter()
@@ -287,7 +295,7 @@ fn cases() -> Vec<(String, Value)> {
     // Istio's injector added its proxy.
     let first: Vec<(String, Value)> = out.clone();
     for (name, pod) in first {
-        let once = webhook(Mode::EmptyDir, &pod);
+        let once = webhook(mode, &pod);
         let mut with_istio = once.clone();
         out.push((format!("{name}, reinvoked"), once));
         if names(&with_istio, |c| c["name"] == "istio-proxy").is_empty() {
@@ -321,12 +329,20 @@ fn every_expression_of_the_policy_compiles() {
 
 #[test]
 fn the_policys_variables_name_the_containers_the_webhook_wraps_and_its_variables() {
-    for (name, pod) in cases() {
+    for (name, pod) in [Mode::EmptyDir, Mode::ImageVolume]
+        .into_iter()
+        .flat_map(|m| cases(m).into_iter().map(move |(n, p)| (m, n, p)))
+        .map(|(m, n, p)| (format!("{m:?} {n}"), p))
+    {
         let webhook = webhook(Mode::EmptyDir, &pod);
         let policy = evaluate(Mode::EmptyDir, &pod);
         assert!(policy.matches, "{name}");
         let v = &policy.variables;
-        let before: Vec<&Value> = pod["spec"]["containers"].as_array().unwrap().iter().collect();
+        let before: Vec<&Value> = pod["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect();
         let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
             && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
             && before.iter().any(|c| c["command"][0] == TANDEM);
@@ -366,11 +382,7 @@ fn the_policys_variables_name_the_containers_the_webhook_wraps_and_its_variables
 #[test]
 fn the_policys_patch_gives_the_webhooks_pod_spec_for_every_case() {
     for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-        for (name, pod) in cases() {
-            // The reinvoked Pods are the emptyDir route's.
-            if mode == Mode::ImageVolume && name.contains("reinvoked") {
-                continue;
-            }
+        for (name, pod) in cases(mode) {
             let webhook = webhook(mode, &pod);
             let policy = evaluate(mode, &pod);
             assert_eq!(
