@@ -132,6 +132,31 @@ fn find_all(
     Ok(all.into())
 }
 
+/// `source`'s value for `object` and `variables` (`namespaceObject` is null).
+fn run(env: &Arc<Env>, source: &str, object: &Value, variables: &Map<String, Value>) -> Value {
+    let program = env
+        .compile(source)
+        .unwrap_or_else(|e| panic!("{e}\nin {source}"));
+    let mut context = Context::with_env(env.clone());
+    let bind = [
+        ("object", object.clone()),
+        ("variables", Value::Object(variables.clone())),
+        ("namespaceObject", Value::Null),
+    ];
+    for (name, value) in bind {
+        context
+            .add_variable(name, cel::to_value(value).unwrap())
+            .unwrap();
+    }
+    context.add_function("findAll", find_all).unwrap();
+    let value = program
+        .execute(&context)
+        .unwrap_or_else(|e| panic!("{e:?}\nin {source}"));
+    value
+        .json()
+        .unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
+}
+
 /// What the policy makes of `pod`: whether it matches, its variables, and the
 /// Pod after its patch (the Pod itself when it does not match).
 struct Outcome {
@@ -143,25 +168,7 @@ struct Outcome {
 fn evaluate(mode: Mode, pod: &Value) -> Outcome {
     let policy = policy(mode);
     let env = environment(&policy.patch);
-    let run = |source: &str, variables: &Map<String, Value>| -> Value {
-        let program = env
-            .compile(source)
-            .unwrap_or_else(|e| panic!("{e}\nin {source}"));
-        let mut context = Context::with_env(env.clone());
-        context
-            .add_variable("object", cel::to_value(pod).unwrap())
-            .unwrap();
-        context
-            .add_variable("variables", cel::to_value(variables).unwrap())
-            .unwrap();
-        context.add_function("findAll", find_all).unwrap();
-        let value = program
-            .execute(&context)
-            .unwrap_or_else(|e| panic!("{e:?}\nin {source}"));
-        value
-            .json()
-            .unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
-    };
+    let run = |source: &str, variables: &Map<String, Value>| run(&env, source, pod, variables);
     let mut variables = Map::new();
     let matches = policy
         .conditions
@@ -412,4 +419,49 @@ fn the_match_conditions_leave_out_a_pod_no_job_owns() {
         .map(|i| job_container(&format!("c{i}")))
         .collect();
     assert!(!evaluate(Mode::EmptyDir, &job_pod("j", many, vec![])).matches);
+}
+
+/// The warning policy on a Job whose template is `pod`'s: its `missing`
+/// variable and whether it lets the Job through without a warning.
+fn warning(pod: &Value) -> (Value, bool) {
+    let docs = documents(&install(Mode::EmptyDir));
+    let spec = field(&docs[3], "spec");
+    let env = environment("");
+    let job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {"template": {"metadata": pod["metadata"], "spec": pod["spec"]}},
+    });
+    let mut variables = Map::new();
+    for v in list(field(spec, "variables")) {
+        let value = run(&env, &text(field(v, "expression")), &job, &variables);
+        variables.insert(text(field(v, "name")), value);
+    }
+    assert_eq!(variables["optedIn"], json!(true));
+    let validation = &list(field(spec, "validations"))[0];
+    let passes = run(
+        &env,
+        &text(field(validation, "expression")),
+        &job,
+        &variables,
+    );
+    (variables["missing"].clone(), passes == json!(true))
+}
+
+#[test]
+fn the_warning_policy_names_the_containers_the_webhook_would_look_up() {
+    for (name, pod) in cases(Mode::EmptyDir) {
+        if name.contains("reinvoked") {
+            continue; // a Job's template is never an injected Pod
+        }
+        let request = review("uid-1", &pod)["request"].clone();
+        let wanted: Vec<String> = crate::inject::wanted(&request, Scope::Label)
+            .into_iter()
+            .map(|(container, _)| container)
+            .collect();
+        let (missing, passes) = warning(&pod);
+        assert_eq!(missing, json!(wanted), "{name}");
+        assert_eq!(passes, wanted.is_empty(), "{name}");
+    }
 }
