@@ -9,13 +9,15 @@
 //!   map of its fields, the JSON the API server makes of it. What this does not
 //!   check: field names and types against the Pod schema (the API server does).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cel::common::types::Type;
 use cel::common::value::{CowVal, Val};
 use cel::extractors::This;
-use cel::{Context, Env, ExecutionError, StructType};
+use cel::{Context, Env, ExecutionError, Program, StructType};
 use serde_json::{Map, Value, json};
 
 use crate::inject::{Scope, TANDEM, plan};
@@ -134,9 +136,17 @@ fn find_all(
 
 /// `source`'s value for `object` and `variables` (`namespaceObject` is null).
 fn run(env: &Arc<Env>, source: &str, object: &Value, variables: &Map<String, Value>) -> Value {
-    let program = env
-        .compile(source)
-        .unwrap_or_else(|e| panic!("{e}\nin {source}"));
+    thread_local! {
+        // Parsing dominates a debug build's run time: each source once a thread.
+        static PROGRAMS: RefCell<HashMap<String, Rc<Program>>> = RefCell::default();
+    }
+    let program = PROGRAMS.with_borrow_mut(|programs| {
+        let program = programs.entry(source.to_string()).or_insert_with(|| {
+            let compiled = env.compile(source);
+            Rc::new(compiled.unwrap_or_else(|e| panic!("{e}\nin {source}")))
+        });
+        Rc::clone(program)
+    });
     let mut context = Context::with_env(env.clone());
     let bind = [
         ("object", object.clone()),
