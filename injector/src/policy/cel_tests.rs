@@ -1,5 +1,5 @@
-//! The mutating policy's CEL run by a CEL evaluator (the `cel` crate) on the
-//! Pods of the webhook's tests, and compared with what `inject::plan` decides.
+//! The policies' CEL run by a CEL evaluator (the `cel` crate) on the
+//! Pods of the webhook's tests, and compared with what `inject` decides.
 //!
 //! Kubernetes adds to CEL what the crate lacks; the tests stand in for two parts:
 //! - `findAll` (Kubernetes' regex library): every non-overlapping match, left to
@@ -414,7 +414,7 @@ fn the_policys_patch_gives_the_webhooks_pod_spec_for_every_case() {
 }
 
 #[test]
-fn the_match_conditions_leave_out_a_pod_no_job_owns() {
+fn the_match_conditions_leave_out_a_pod_no_job_owns_or_with_too_many_containers() {
     let mut pod = job_pod("j", vec![job_container("job")], vec![]);
     pod["metadata"]["ownerReferences"][0]["kind"] = json!("ReplicaSet");
     pod["metadata"]["ownerReferences"][0]["apiVersion"] = json!("apps/v1");
