@@ -163,11 +163,5 @@ fn on_sigterm_reviews_are_answered_for_the_drain_then_it_stops_and_exits_0() {
     let answer = busy.read_response().unwrap();
     assert_eq!(answer.json()["response"]["uid"], "in-flight");
 
-    let status = injector.wait_exit();
-    assert_eq!(status.code(), Some(0), "{}", injector.log());
-    assert!(
-        injector.log().ends_with("tandem-injector: stopped\n"),
-        "{}",
-        injector.log()
-    );
+    injector.assert_stopped_cleanly();
 }

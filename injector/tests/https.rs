@@ -396,13 +396,7 @@ fn sigterm_with_no_drain_answers_the_review_in_flight_closes_idle_connections_an
     assert_eq!(answer.json()["response"]["uid"], "in-flight");
     assert_eq!(answer.header("connection"), Some("close"));
 
-    let status = injector.wait_exit();
-    assert_eq!(status.code(), Some(0), "{}", injector.log());
-    assert!(
-        injector.log().ends_with("tandem-injector: stopped\n"),
-        "{}",
-        injector.log()
-    );
+    injector.assert_stopped_cleanly();
 }
 
 #[test]

@@ -212,6 +212,18 @@ impl Injector {
         }
     }
 
+    /// Waits for the injector to exit, and checks it stopped cleanly: status 0,
+    /// its last line the one of a finished shutdown.
+    pub fn assert_stopped_cleanly(&mut self) {
+        let status = self.wait_exit();
+        assert_eq!(status.code(), Some(0), "{}", self.log());
+        assert!(
+            self.log().ends_with("tandem-injector: stopped\n"),
+            "{}",
+            self.log()
+        );
+    }
+
     /// Its pid, for /proc.
     pub fn pid(&self) -> u32 {
         self.child.id()
