@@ -2,9 +2,9 @@
 //! for, which turns the arguments into a raw `Cli` (`args`): the options as
 //! given, and the one `Task` (`task`) they ask for. Values are validated later,
 //! in `config`, beside the variables. `own` is tandem's lexopt loop, driven by
-//! the `options` table; `peers` names the peers' variables that have no option;
-//! `help` renders `--help` and `--version`; `linkerd_await` translates
-//! linkerd-await's command line into tandem's; `compose_wait` is
+//! the `options` table (each row a `spec`); `peers` names the peers' variables
+//! that have no option; `help` renders `--help` and `--version`; `linkerd_await`
+//! translates linkerd-await's command line into tandem's; `compose_wait` is
 //! docker-compose-wait's usage, under the name `wait`. No file here imports
 //! `cli` itself or `config`: every arrow points down.
 
@@ -15,6 +15,7 @@ pub mod linkerd_await;
 pub mod options;
 mod own;
 pub mod peers;
+mod spec;
 mod task;
 
 use std::ffi::OsString;
