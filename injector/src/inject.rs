@@ -16,6 +16,7 @@ mod env;
 mod patch;
 mod pod;
 mod scope;
+pub mod selectors;
 
 use pod::{containers, injected, known};
 pub use scope::Scope;

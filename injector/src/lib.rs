@@ -51,5 +51,6 @@ pub mod server;
 #[path = "../../src/sidecars.rs"]
 pub mod sidecars;
 pub mod tls;
+pub mod webhook;
 pub mod words;
 pub mod yaml;

@@ -15,6 +15,32 @@ pub enum Scope {
     Namespace,
 }
 
+impl Scope {
+    /// Both routes, the labelled Pods' first.
+    pub const ALL: [Scope; 2] = [Scope::Label, Scope::Namespace];
+
+    /// The path the API server posts its reviews to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Scope::Label => "/mutate",
+            Scope::Namespace => "/mutate/namespace",
+        }
+    }
+
+    /// The route whose path is `path`, if any.
+    pub fn from_path(path: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.path() == path)
+    }
+
+    /// What opts a Pod in on this route, in the names of its webhook and binding.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Scope::Label => "pods",
+            Scope::Namespace => "namespaces",
+        }
+    }
+}
+
 /// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.
 pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String), String> {
     let kind = &request["kind"];
