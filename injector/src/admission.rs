@@ -9,10 +9,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
+use crate::inject::delivery::Install;
+use crate::inject::report::Report;
 use crate::inject::{self, Images, Plan, Scope};
-use crate::install::Install;
 use crate::registry::Registry;
-use crate::report::Report;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -124,7 +124,7 @@ mod tests {
     fn img() -> Install {
         Install {
             image: "img".into(),
-            mode: crate::install::Mode::EmptyDir,
+            mode: crate::inject::delivery::Mode::EmptyDir,
         }
     }
 

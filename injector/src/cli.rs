@@ -13,10 +13,10 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::install::{Install, Mode};
+use crate::inject::delivery::{Install, Mode};
 use crate::registry::{self, Credentials};
 use crate::server::Limits;
-use crate::tls::Files;
+use crate::server::tls::Files;
 
 mod args;
 mod help;

@@ -6,49 +6,25 @@
 
 use serde_json::Value;
 
-use crate::entrypoint;
-pub use crate::entrypoint::Images;
-use crate::install::Install;
-use crate::report::Report;
+use crate::layout::{BIN_VOLUME, SHARED_VOLUME};
 
 mod command;
+pub mod delivery;
+pub mod entrypoint;
 mod env;
 mod patch;
 mod pod;
+pub mod report;
 mod scope;
 pub mod selectors;
+
+use delivery::Install;
+pub use entrypoint::Images;
+use report::Report;
 
 use pod::{containers, injected, known};
 pub use scope::Scope;
 use scope::select;
-
-/// The opt-in label, on the Pod (its Job's template) or its namespace.
-pub const LABEL: &str = "tandem.dev/inject";
-/// The label's value that opts in.
-pub const ENABLED: &str = "enabled";
-/// The init container that installs tandem; it (or the image volume) marks a changed Pod.
-pub const INSTALL_CONTAINER: &str = "tandem-install";
-/// The volume that carries the binary: an `emptyDir` the init container
-/// fills, or the tandem image itself (`--install image-volume`).
-pub const BIN_VOLUME: &str = "tandem-bin";
-/// The `emptyDir` where several job containers record who has finished (§9).
-pub const SHARED_VOLUME: &str = "tandem-shared";
-/// Where the job containers see the binary's volume.
-pub const BIN_DIR: &str = "/tandem";
-/// The binary in the job containers: the head of every changed command.
-pub const TANDEM: &str = "/tandem/tandem";
-/// Where the job containers see the shared volume.
-pub const SHARED_DIR: &str = "/tandem-shared";
-/// Where the init container sees the binary's volume: not `/tandem`, which is
-/// the binary itself in the tandem image.
-pub const INSTALL_DIR: &str = "/opt/tandem";
-/// Where the ServiceAccount admission plugin mounts the API token: a mount
-/// there in the init container keeps the plugin from adding one after this
-/// webhook (which would call it again) and gives it no token it never uses.
-pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-/// The user the init container runs as (distroless' `nonroot`), so it passes
-/// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
-pub const INSTALL_UID: u32 = 65532;
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::inject::tests::pods::{self, container, job_pod, review};
+use crate::layout::{BIN_DIR, TANDEM};
 use crate::registry::ImageConfig;
 
 const IMAGE: &str = "registry.example.com/batch:2";
@@ -26,7 +27,7 @@ fn applied(pod: &Value, images: &Images) -> (Plan, Value) {
     let request = review("uid-1", pod)["request"].clone();
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
-        mode: crate::install::Mode::EmptyDir,
+        mode: crate::inject::delivery::Mode::EmptyDir,
     };
     let plan = plan_with(&request, &install, Scope::Label, images);
     let mut out = pod.clone();

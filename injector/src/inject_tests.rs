@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::layout::*;
 
 #[path = "../tests/support/pods.rs"]
 pub(crate) mod pods;
@@ -18,7 +19,7 @@ fn request(pod: &Value) -> Value {
 fn injected(pod: &Value) -> (Plan, Value) {
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
-        mode: crate::install::Mode::EmptyDir,
+        mode: crate::inject::delivery::Mode::EmptyDir,
     };
     let plan = plan(&request(pod), &install, Scope::Label);
     let mut out = pod.clone();
@@ -31,7 +32,7 @@ fn injected(pod: &Value) -> (Plan, Value) {
 fn img() -> Install {
     Install {
         image: "img".into(),
-        mode: crate::install::Mode::EmptyDir,
+        mode: crate::inject::delivery::Mode::EmptyDir,
     }
 }
 
@@ -314,7 +315,7 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
 }
 
 fn annotation(pod: &Value) -> &str {
-    pod["metadata"]["annotations"][crate::report::ANNOTATION]
+    pod["metadata"]["annotations"][crate::layout::INJECTION_ANNOTATION]
         .as_str()
         .unwrap_or_else(|| panic!("no annotation: {}", pod["metadata"]))
 }
@@ -634,7 +635,7 @@ fn a_pod_shaped_wrongly_is_allowed_unchanged_with_a_warning_saying_what() {
 fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
-        mode: crate::install::Mode::ImageVolume,
+        mode: crate::inject::delivery::Mode::ImageVolume,
     };
     let pod = job_pod("j", vec![job_container("job"), istio_proxy(false)], vec![]);
     let p = plan(&request(&pod), &install, Scope::Label);
@@ -677,7 +678,7 @@ fn the_image_volume_route_mounts_the_tandem_image_and_adds_no_init_container() {
 fn every_case_through_the_image_volume_route_has_the_volume_and_no_install_container() {
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
-        mode: crate::install::Mode::ImageVolume,
+        mode: crate::inject::delivery::Mode::ImageVolume,
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/tmp/injector/patched-image-volume");
@@ -698,7 +699,9 @@ fn every_case_through_the_image_volume_route_has_the_volume_and_no_install_conta
         );
         let volumes = out["spec"]["volumes"].as_array().unwrap();
         assert!(
-            volumes.iter().any(crate::install::is_bin_image_volume),
+            volumes
+                .iter()
+                .any(crate::inject::delivery::is_bin_image_volume),
             "{name}"
         );
         let text = serde_json::to_string_pretty(&out).unwrap();

@@ -8,8 +8,9 @@
 pub mod cel;
 pub mod patch;
 
-use crate::inject::{ENABLED, LABEL, Scope, selectors};
-use crate::install::Install;
+use crate::inject::delivery::Install;
+use crate::inject::{Scope, selectors};
+use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
 
 /// The name of every object printed.
@@ -235,7 +236,7 @@ fn binding(kind: &str, name: &str, actions: Option<Node>, objects: Node, namespa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::install::Mode;
+    use crate::inject::delivery::Mode;
 
     fn install(mode: Mode) -> Install {
         Install {

@@ -5,8 +5,8 @@
 //! `deploy/tandem-injector.yaml` ends with what it prints.
 
 use crate::inject::Scope;
+use crate::inject::delivery::Mode;
 use crate::inject::selectors::{self, INJECTOR_NAMESPACE};
-use crate::install::Mode;
 use crate::policy::{API, NAME};
 use crate::yaml::{self, Node, map, s, strs};
 

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::TANDEM;
 use super::pod::Container;
-use crate::entrypoint::{self, Images, Wrapped};
-use crate::report::{Fate, Found, Report, Skip};
+use crate::inject::entrypoint::{self, Images, Wrapped};
+use crate::inject::report::{Fate, Found, Report, Skip};
+use crate::layout::TANDEM;
 
 /// The job containers that run under tandem, and for those without `command`,
 /// by index, their new command and args.

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{ENABLED, LABEL};
+use crate::layout::{ENABLED, LABEL};
 
 /// Which route the review came through: it says who opted the Pod in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

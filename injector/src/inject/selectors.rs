@@ -6,7 +6,7 @@
 //! the same rule as the server applies it to a review.
 
 use super::scope::Scope;
-use super::{ENABLED, LABEL};
+use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{Node, map, s, strs};
 
 /// The namespace the injector runs in (its Service's, in the webhook's

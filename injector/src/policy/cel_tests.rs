@@ -20,8 +20,9 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, StructType};
 use serde_json::{Map, Value, json};
 
-use crate::inject::{Scope, TANDEM, plan};
-use crate::install::{Install, Mode};
+use crate::inject::delivery::{Install, Mode};
+use crate::inject::{Scope, plan};
+use crate::layout::TANDEM;
 use crate::policy::documents;
 use crate::yaml::Node;
 
@@ -306,7 +307,7 @@ fn cases(mode: Mode) -> Vec<(String, Value)> {
     clash["spec"]["volumes"]
         .as_array_mut()
         .unwrap()
-        .push(json!({"name": crate::inject::SHARED_VOLUME, "emptyDir": {}}));
+        .push(json!({"name": crate::layout::SHARED_VOLUME, "emptyDir": {}}));
     out.push(("volume clash".into(), clash));
     // Reinvocations: each Pod as the webhook left it, and once more after
     // Istio's injector added its proxy.

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use rustls::{ServerConnection, StreamOwned};
 
-use super::Shared;
+use super::http::{self, Failure};
 use super::poll::wait;
-use crate::deadline::Deadline;
-use crate::http::{self, Failure};
+use super::routes;
+use super::shared::Shared;
+use super::timed_stream::TimedStream;
 use crate::metrics::{self, Counter};
-use crate::routes;
 use crate::say;
 
 /// One connection: the TLS handshake, then requests until the client closes,
@@ -26,7 +26,7 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
     };
     let limits = shared.limits;
     let fds = [stream.as_raw_fd(), shared.closing.as_raw_fd()];
-    let mut tls = StreamOwned::new(conn, Deadline::new(stream, limits.request));
+    let mut tls = StreamOwned::new(conn, TimedStream::new(stream, limits.request));
     while tls.conn.is_handshaking() {
         if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
             return failed(peer, &e, true);

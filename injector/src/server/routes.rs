@@ -5,10 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::http::{self, Request, Status};
 use crate::admission;
-use crate::http::{self, Request, Status};
 use crate::inject::Scope;
-use crate::install::Install;
+use crate::inject::delivery::Install;
 use crate::metrics::{self, Counter};
 use crate::registry::Registry;
 use crate::say;

@@ -8,17 +8,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::inject::TANDEM;
+use crate::inject::report::{Found, Skip};
+use crate::layout::{ENTRYPOINT_ANNOTATION, TANDEM};
 use crate::registry::ImageConfig;
-use crate::report::{Found, Skip};
 
 /// What was found out, before planning, about the images of job containers
 /// without `command` (see `inject::wanted`), by container name: the image's
 /// configuration, or why there is none (with the fix).
 pub type Images = HashMap<String, Result<ImageConfig, String>>;
-
-/// The annotation's prefix; the container's name follows.
-pub const ANNOTATION: &str = "tandem.dev/entrypoint.";
 
 /// The container's new `command`, and its new `args` when they must be set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +78,7 @@ pub fn without_command(
 /// The entrypoint the Pod's annotation gives container `name`: `None` without
 /// the annotation, `Err` when it is not a JSON list of strings.
 pub fn annotated(pod: &Value, name: &str) -> Option<Result<Vec<String>, String>> {
-    let key = format!("{ANNOTATION}{name}");
+    let key = format!("{ENTRYPOINT_ANNOTATION}{name}");
     let value = &pod["metadata"]["annotations"][&key];
     if value.is_null() {
         return None;
