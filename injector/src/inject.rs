@@ -152,9 +152,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 }
 
 #[cfg(test)]
-#[path = "inject_tests.rs"]
-pub(crate) mod tests;
-
-#[cfg(test)]
-#[path = "inject_entrypoint_tests.rs"]
 mod entrypoint_tests;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod unchanged_tests;

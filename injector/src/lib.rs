@@ -43,3 +43,6 @@ pub mod sidecars;
 pub mod string_list;
 pub mod webhook;
 pub mod yaml;
+
+#[cfg(test)]
+mod tests;

@@ -237,13 +237,7 @@ fn binding(kind: &str, name: &str, actions: Option<Node>, objects: Node, namespa
 mod tests {
     use super::*;
     use crate::inject::delivery::Mode;
-
-    fn install(mode: Mode) -> Install {
-        Install {
-            image: "ghcr.io/tandem-sidecar/tandem:0.1.0".into(),
-            mode,
-        }
-    }
+    use crate::tests::install;
 
     #[test]
     fn the_checked_in_policy_is_what_the_command_prints_for_the_published_image() {

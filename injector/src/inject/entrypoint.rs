@@ -104,11 +104,8 @@ pub fn annotated(pod: &Value, name: &str) -> Option<Result<Vec<String>, String>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::strings;
     use serde_json::json;
-
-    fn s(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| w.to_string()).collect()
-    }
 
     /// Kubernetes' table: image ENTRYPOINT and CMD, container args (no command)
     /// → what runs; the wrapped container runs tandem, `--`, then the same.
@@ -136,15 +133,19 @@ mod tests {
             (&[], &[], &["/a", "a1"], &["/a", "a1"]),
         ];
         for (entrypoint, cmd, args, runs) in rows {
-            let w = wrap(&s(entrypoint), &s(cmd), &s(args)).unwrap();
-            assert_eq!(w.command[..2], s(&[TANDEM, "--"]));
-            let effective_args = w.args.clone().unwrap_or_else(|| s(args));
+            let w = wrap(&strings(entrypoint), &strings(cmd), &strings(args)).unwrap();
+            assert_eq!(w.command[..2], strings(&[TANDEM, "--"]));
+            let effective_args = w.args.clone().unwrap_or_else(|| strings(args));
             let after: Vec<String> = w.command[2..]
                 .iter()
                 .cloned()
                 .chain(effective_args)
                 .collect();
-            assert_eq!(after, s(runs), "{entrypoint:?} {cmd:?} {args:?}: {w:?}");
+            assert_eq!(
+                after,
+                strings(runs),
+                "{entrypoint:?} {cmd:?} {args:?}: {w:?}"
+            );
             // The container's own args are never rewritten.
             if !args.is_empty() {
                 assert_eq!(w.args, None);
@@ -166,7 +167,10 @@ mod tests {
             "tandem.dev/entrypoint.empty": "[]",
             "tandem.dev/entrypoint.nums": "[1]",
         }}});
-        assert_eq!(annotated(&pod, "job"), Some(Ok(s(&["/app/run", "--x"]))));
+        assert_eq!(
+            annotated(&pod, "job"),
+            Some(Ok(strings(&["/app/run", "--x"])))
+        );
         assert_eq!(annotated(&pod, "other"), None);
         assert_eq!(annotated(&json!({}), "job"), None);
         for name in ["bad", "empty", "nums"] {
