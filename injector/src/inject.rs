@@ -22,7 +22,7 @@ use delivery::Install;
 pub use entrypoint::Images;
 use report::Report;
 
-use pod::{containers, injected, known};
+use pod::{changed_earlier, containers, known};
 pub use scope::Scope;
 use scope::select;
 
@@ -90,7 +90,7 @@ pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
         return Vec::new();
     };
     // An injected Pod (a reinvocation) wraps nothing new.
-    if injected(spec, &init) {
+    if changed_earlier(spec, &init) {
         return Vec::new();
     }
     main.iter()
@@ -112,8 +112,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = injected(spec, &init);
-    if !injected {
+    let earlier = changed_earlier(spec, &init);
+    if !earlier {
         let taken = volumes
             .into_iter()
             .flatten()
@@ -124,10 +124,10 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
     }
 
     let mut report = Report {
-        earlier: injected,
+        earlier,
         ..Report::default()
     };
-    let commands = command::decide(pod, &main, injected, images, &mut report);
+    let commands = command::decide(pod, &main, earlier, images, &mut report);
     let (classic, native) = env::quit_or_wait(
         &mut report,
         &commands.wrapped,
@@ -138,7 +138,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         return Ok((Vec::new(), report));
     }
     let mut patch = Vec::new();
-    if !injected {
+    if !earlier {
         patch::install(&mut patch, spec, volumes.is_some(), install, &commands);
     }
     env::add(

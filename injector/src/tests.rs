@@ -40,7 +40,7 @@ pub(crate) fn planned(
 
 /// The plan for `pod` through `/mutate` with the emptyDir route, and the Pod
 /// with its patch applied.
-pub(crate) fn injected(pod: &Value) -> (Plan, Value) {
+pub(crate) fn patched(pod: &Value) -> (Plan, Value) {
     planned(pod, &install(Mode::EmptyDir), Scope::Label, &Images::new())
 }
 

@@ -97,7 +97,7 @@ pub(super) fn containers<'a>(
 
 /// Whether the Pod was changed by an earlier review: its install init
 /// container, or the image volume.
-pub(super) fn injected(spec: &Map<String, Value>, init: &[Container]) -> bool {
+pub(super) fn changed_earlier(spec: &Map<String, Value>, init: &[Container]) -> bool {
     init.iter().any(|c| c.name == INSTALL_CONTAINER)
         || spec
             .get("volumes")

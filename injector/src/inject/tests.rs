@@ -10,12 +10,12 @@ use super::*;
 use crate::inject::delivery::Mode;
 use crate::layout::*;
 use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod};
-use crate::tests::{annotation, env, injected, install, planned, request, var};
+use crate::tests::{annotation, env, install, patched, planned, request, var};
 
 #[test]
 fn a_jobs_pod_gets_the_install_init_container_the_volume_and_the_command_prefix() {
     let pod = job_pod("myjob", vec![job_container("job")], vec![]);
-    let (plan, out) = injected(&pod);
+    let (plan, out) = patched(&pod);
     assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
     let spec = &out["spec"];
     let init = &spec["initContainers"][0];
@@ -69,7 +69,7 @@ fn a_jobs_pod_gets_the_install_init_container_the_volume_and_the_command_prefix(
 #[test]
 fn a_classic_istio_proxy_sets_the_istio_preset_and_stays_untouched() {
     let pod = job_pod("j", vec![job_container("job"), istio_proxy(false)], vec![]);
-    let (_, out) = injected(&pod);
+    let (_, out) = patched(&pod);
     assert_eq!(
         env(&out["spec"]["containers"][0]),
         [var("TANDEM_MESH", "istio")]
@@ -80,7 +80,7 @@ fn a_classic_istio_proxy_sets_the_istio_preset_and_stays_untouched() {
 #[test]
 fn a_native_sidecar_is_waited_for_by_its_ready_url_and_never_quit() {
     let pod = job_pod("j", vec![job_container("job")], vec![istio_proxy(true)]);
-    let (_, out) = injected(&pod);
+    let (_, out) = patched(&pod);
     assert_eq!(
         env(&out["spec"]["containers"][0]),
         [var(
@@ -101,7 +101,7 @@ fn an_init_container_that_runs_to_completion_is_not_a_sidecar() {
     let mut proxy = istio_proxy(false);
     proxy["name"] = json!("linkerd-proxy");
     let pod = job_pod("j", vec![job_container("job")], vec![proxy]);
-    let (_, out) = injected(&pod);
+    let (_, out) = patched(&pod);
     assert!(env(&out["spec"]["containers"][0]).is_empty());
 }
 
@@ -117,7 +117,7 @@ fn a_native_dapr_keeps_its_default_port_unless_the_job_gives_a_literal_one() {
         job["env"] = json!([{"name": "DAPR_HTTP_PORT", "value": port}]);
         let mut daprd = sidecar("daprd");
         daprd["restartPolicy"] = json!("Always");
-        let (_, out) = injected(&job_pod("j", vec![job], vec![daprd]));
+        let (_, out) = patched(&job_pod("j", vec![job], vec![daprd]));
         let env = env(&out["spec"]["containers"][0]);
         assert!(
             env.contains(&var("TANDEM_READY_URLS", url)),
@@ -143,7 +143,7 @@ fn several_sidecars_combine_classic_in_the_mesh_and_native_in_the_ready_urls() {
         ],
         vec![daprd, sidecar("linkerd-init")],
     );
-    let (plan, out) = injected(&pod);
+    let (plan, out) = patched(&pod);
     let job = &out["spec"]["containers"][1];
     assert_eq!(job["command"][0], TANDEM);
     assert_eq!(
@@ -177,7 +177,7 @@ fn a_container_that_sets_its_mesh_keeps_it() {
         job["env"] =
             json!([{"name": set, "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]);
         let pod = job_pod("j", vec![job.clone(), istio_proxy(false)], vec![]);
-        let (_, out) = injected(&pod);
+        let (_, out) = patched(&pod);
         assert_eq!(out["spec"]["containers"][0]["env"], job["env"], "{set}");
     }
 }
@@ -198,7 +198,7 @@ fn two_job_containers_get_the_several_containers_variables_and_a_shared_dir() {
         ],
         vec![],
     );
-    let (_, out) = injected(&pod);
+    let (_, out) = patched(&pod);
     let spec = &out["spec"];
     assert_eq!(
         spec["volumes"][2],
@@ -234,7 +234,7 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
         ],
         vec![],
     );
-    let (plan, out) = injected(&pod);
+    let (plan, out) = patched(&pod);
     assert_eq!(
         plan.warnings,
         [
@@ -257,7 +257,7 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
     );
 
     let alone = job_pod("j", vec![container("job", "x", Some(&[]), &["a"])], vec![]);
-    let (plan, out) = injected(&alone);
+    let (plan, out) = patched(&alone);
     assert_eq!(plan.patch.len(), 1, "the annotation alone");
     assert_eq!(out["spec"], alone["spec"]);
     assert_eq!(plan.warnings.len(), 1);
@@ -268,7 +268,7 @@ fn a_container_without_command_is_left_alone_with_a_warning_naming_it_and_the_fi
         "{}",
         plan.summary
     );
-    let (again, _) = injected(&out);
+    let (again, _) = patched(&out);
     assert!(again.patch.is_empty(), "the same line: {:?}", again.patch);
 }
 

@@ -8,7 +8,7 @@ use super::*;
 use crate::inject::delivery::Mode;
 use crate::layout::*;
 use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod};
-use crate::tests::{annotation, env, injected, install, request, var};
+use crate::tests::{annotation, env, install, patched, request, var};
 
 #[test]
 fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
@@ -22,7 +22,7 @@ fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
         ],
         vec![],
     );
-    let (plan, out) = injected(&pod);
+    let (plan, out) = patched(&pod);
     let ready = var("TANDEM_READY_URLS", "http://127.0.0.1:15021/healthz/ready");
     for i in [0, 1] {
         let job = &out["spec"]["containers"][i];
@@ -52,7 +52,7 @@ fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
         vec![],
     );
     assert_eq!(
-        annotation(&injected(&doc).1),
+        annotation(&patched(&doc).1),
         "wrapped report (command from the spec; added \
          TANDEM_READY_URLS=http://127.0.0.1:15021/healthz/ready); not wrapped: uploader: \
          it has no command (set command to its image's entrypoint); the sidecars \
@@ -61,7 +61,7 @@ fn a_container_left_unwrapped_keeps_the_others_from_quitting_the_sidecars() {
     );
 
     // Reinvoked after another webhook: nothing more, the annotation stays.
-    let (again, twice) = injected(&out);
+    let (again, twice) = patched(&out);
     assert!(again.patch.is_empty(), "{:#?}", again.patch);
     assert_eq!(twice, out);
 }
@@ -86,13 +86,13 @@ fn what_a_later_webhook_adds_beside_an_unwrapped_container_changes_nothing_of_it
         .as_array_mut()
         .unwrap()
         .pop();
-    let (_, once) = injected(&before_istio);
+    let (_, once) = patched(&before_istio);
     let mut with_istio = once.clone();
     with_istio["spec"]["containers"]
         .as_array_mut()
         .unwrap()
         .push(istio_proxy(false));
-    let (_, out) = injected(&with_istio);
+    let (_, out) = patched(&with_istio);
     let vars = env(&out["spec"]["containers"][0]);
     assert!(
         vars.contains(&ready) && !vars.iter().any(|(n, _)| n == "TANDEM_MESH"),
@@ -101,7 +101,7 @@ fn what_a_later_webhook_adds_beside_an_unwrapped_container_changes_nothing_of_it
 
     // A job container a later webhook added beside wrapped ones that quit istio:
     // the line says it is not wrapped, and claims no sidecar is left running.
-    let (_, once) = injected(&job_pod(
+    let (_, once) = patched(&job_pod(
         "j",
         vec![job_container("job"), istio_proxy(false)],
         vec![],
@@ -111,7 +111,7 @@ fn what_a_later_webhook_adds_beside_an_unwrapped_container_changes_nothing_of_it
         .as_array_mut()
         .unwrap()
         .push(job_container("late"));
-    let (again, _) = injected(&added);
+    let (again, _) = patched(&added);
     assert!(again.patch.is_empty(), "{:#?}", again.patch);
     assert!(
         again.summary.ends_with(
@@ -131,7 +131,7 @@ fn the_annotation_is_added_to_a_pod_without_annotations_and_replaces_a_copied_on
         .as_object_mut()
         .unwrap()
         .remove("annotations");
-    let (plan, out) = injected(&bare);
+    let (plan, out) = patched(&bare);
     let op = plan.patch.last().unwrap();
     assert_eq!(op["path"], "/metadata/annotations");
     assert_eq!(
@@ -142,7 +142,7 @@ fn the_annotation_is_added_to_a_pod_without_annotations_and_replaces_a_copied_on
     // A template copied from an injected Pod carries a stale line: replaced.
     let mut copied = job_pod("j", vec![job_container("job")], vec![]);
     copied["metadata"]["annotations"]["tandem.dev/injection"] = json!("not injected: old");
-    let (plan, out) = injected(&copied);
+    let (plan, out) = patched(&copied);
     assert_eq!(
         plan.patch.last().unwrap()["path"],
         "/metadata/annotations/tandem.dev~1injection"
@@ -162,7 +162,7 @@ fn a_container_that_already_runs_tandem_is_left_as_is() {
         )],
         vec![],
     );
-    let (plan, out) = injected(&pod);
+    let (plan, out) = patched(&pod);
     assert_eq!(out["spec"], pod["spec"]);
     assert_eq!(
         plan.warnings,
@@ -245,8 +245,8 @@ fn only_a_pod_create_is_considered() {
 #[test]
 fn reinvocation_leaves_a_changed_pod_as_it_is() {
     for (name, pod) in pods::cases() {
-        let (_, once) = injected(&pod);
-        let (again, twice) = injected(&once);
+        let (_, once) = patched(&pod);
+        let (again, twice) = patched(&once);
         assert!(again.patch.is_empty(), "{name}: {:#?}", again.patch);
         assert!(
             again.warnings.is_empty(),
@@ -260,13 +260,13 @@ fn reinvocation_leaves_a_changed_pod_as_it_is() {
 #[test]
 fn reinvocation_after_istio_injected_adds_only_the_mesh() {
     let pod = job_pod("j", vec![job_container("job")], vec![]);
-    let (_, once) = injected(&pod);
+    let (_, once) = patched(&pod);
     let mut with_istio = once.clone();
     with_istio["spec"]["containers"]
         .as_array_mut()
         .unwrap()
         .push(istio_proxy(false));
-    let (again, out) = injected(&with_istio);
+    let (again, out) = patched(&with_istio);
     assert_eq!(again.patch.len(), 1, "{:#?}", again.patch);
     assert_eq!(
         env(&out["spec"]["containers"][0]),
@@ -276,7 +276,7 @@ fn reinvocation_after_istio_injected_adds_only_the_mesh() {
         out["spec"]["initContainers"],
         once["spec"]["initContainers"]
     );
-    assert!(injected(&out).0.patch.is_empty(), "and then it is stable");
+    assert!(patched(&out).0.patch.is_empty(), "and then it is stable");
 }
 
 #[test]
