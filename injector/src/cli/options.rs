@@ -42,7 +42,8 @@ pub struct Setting {
 }
 
 /// The settings as given, one named field per option; `None` when given
-/// neither way (or not a setting of the command).
+/// neither way (or not a setting of the command). Each is named by the
+/// `field` of its row in [`OPTIONS`].
 #[derive(Debug, Default)]
 pub struct Given {
     pub listen: Option<Setting>,
@@ -58,11 +59,18 @@ pub struct Given {
 /// One option: its flag, its variable, its value's name, its help line, the
 /// commands that take it, and its field.
 pub struct Opt {
+    /// `--listen`.
     pub flag: &'static str,
+    /// Its variable: `TANDEM_INJECTOR_LISTEN`.
     pub var: &'static str,
+    /// Its value's name in `--help`: `HOST:PORT`.
     pub value: &'static str,
+    /// Its `--help` text; the variable follows it in brackets.
     pub help: &'static str,
+    /// The commands that take it; any other refuses it, and does not read
+    /// its variable.
     pub commands: &'static [Command],
+    /// Where its value goes.
     pub field: fn(&mut Given) -> &mut Option<Setting>,
 }
 
