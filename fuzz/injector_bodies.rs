@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use tandem_injector::admission;
 use tandem_injector::inject::Scope;
-use tandem_injector::install::{Install, Mode};
+use tandem_injector::inject::delivery::{Install, Mode};
 
 /// Any bytes as a review body, through both routes (each with one install
 /// mode): an error is one line; an answer is a v1 review allowing the request

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use tandem_injector::cli::{self, EX_USAGE, Task};
 use tandem_injector::registry::{self, Client, Registry};
-use tandem_injector::{policy, say, server, tls};
+use tandem_injector::server::{self, tls};
+use tandem_injector::{policy, say, webhook};
 
 /// sysexits' EX_OSERR: the port cannot be bound, the signal not armed.
 const EX_OSERR: u8 = 71;
@@ -18,6 +19,10 @@ fn main() -> ExitCode {
         Ok(Task::Run(config)) => config,
         Ok(Task::Policy(install)) => {
             print!("{}", policy::render(&install));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Task::Webhook(mode)) => {
+            print!("{}", webhook::render(mode));
             return ExitCode::SUCCESS;
         }
         Ok(Task::Help) => {

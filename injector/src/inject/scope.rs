@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{ENABLED, LABEL};
+use crate::layout::{ENABLED, LABEL};
 
 /// Which route the review came through: it says who opted the Pod in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,32 @@ pub enum Scope {
     /// `/mutate/namespace`: the namespace is labelled; the Pod is injected unless
     /// its own label says otherwise (`tandem.dev/inject: disabled`).
     Namespace,
+}
+
+impl Scope {
+    /// Both routes, the labelled Pods' first.
+    pub const ALL: [Scope; 2] = [Scope::Label, Scope::Namespace];
+
+    /// The path the API server posts its reviews to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Scope::Label => "/mutate",
+            Scope::Namespace => "/mutate/namespace",
+        }
+    }
+
+    /// The route whose path is `path`, if any.
+    pub fn from_path(path: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.path() == path)
+    }
+
+    /// What opts a Pod in on this route, in the names of its webhook and binding.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Scope::Label => "pods",
+            Scope::Namespace => "namespaces",
+        }
+    }
 }
 
 /// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.

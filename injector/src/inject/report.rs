@@ -7,12 +7,12 @@
 
 use serde_json::{Value, json};
 
-use crate::log;
 use crate::metrics::{self, Counter};
+use crate::say;
 
-/// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
-pub const ANNOTATION: &str = "tandem.dev/injection";
-/// `ANNOTATION` in a JSON Pointer (RFC 6901: `/` is written `~1`).
+use crate::layout::INJECTION_ANNOTATION;
+
+/// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
 
 /// How a wrapped container's command was found.
@@ -148,7 +148,7 @@ impl Report {
     /// The one line: the annotation's value and the log's. Control characters
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
-        log::escape(&self.words())
+        say::escape(&self.words())
     }
 
     fn words(&self) -> String {
@@ -224,8 +224,8 @@ impl Report {
         let line = self.line();
         match &metadata["annotations"] {
             Value::Null => Some(json!({"op": "add", "path": "/metadata/annotations",
-                "value": {ANNOTATION: line}})),
-            Value::Object(map) => match map.get(ANNOTATION) {
+                "value": {INJECTION_ANNOTATION: line}})),
+            Value::Object(map) => match map.get(INJECTION_ANNOTATION) {
                 Some(Value::String(old)) if *old == line || self.earlier => None,
                 _ => Some(json!({"op": "add", "path": POINTER, "value": line})),
             },
