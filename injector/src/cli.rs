@@ -1,6 +1,7 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
 //! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins),
-//! and the `policy` command with `--image` and `--install` alone, validated
+//! the `policy` command with `--image` and `--install` alone, and the `audit`
+//! command (its own arguments: `audit::command`), validated
 //! before anything is opened; a bad or missing value is one line naming the
 //! option or variable, the value and what is expected (exit 64, as the wrapper).
 //! Two variables left out of `--help` shorten the connection limits for tests.
@@ -49,6 +50,8 @@ pub enum Task {
     Run(Config),
     /// Print the admission policies for this image and route (`policy`).
     Policy(Install),
+    /// Audit a List of Pods (`audit`).
+    Audit(crate::audit::command::Args),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -68,7 +71,8 @@ pub fn help() -> String {
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
          \x20      [--install emptydir|image-volume] [--drain DUR]\n\
          \x20      [--registry-auth FILE] [--registry-ca PEM]\n\
-         \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
+         \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\
+         \x20      tandem-injector audit [FILE|-] [--output table|json]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
     for o in OPTIONS {
@@ -81,7 +85,10 @@ pub fn help() -> String {
          labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,\n\
          reviews are answered for --drain, then it stops accepting, answers what is\n\
          in flight and exits 0. `policy` prints, as YAML, the admission policies that make\n\
-         the same change with no server (Kubernetes 1.36+). Bad usage exits 64.\n",
+         the same change with no server (Kubernetes 1.36+). `audit` reads a List of Pods\n\
+         (kubectl get pods -A -o json | tandem-injector audit -) and prints the Jobs'\n\
+         Pods stuck on their sidecars and what the injection would do to each (no\n\
+         network call; exit 65 when the input is not such a List). Bad usage exits 64.\n",
     );
     text
 }
@@ -108,6 +115,14 @@ pub fn parse(
                 given[i] = Some(parser.value().map_err(|e| format!("{flag}: {e}"))?);
             }
             lexopt::Arg::Value(word) if word == "policy" && !policy => policy = true,
+            lexopt::Arg::Value(word) if word == "audit" && !policy => {
+                if let Some(i) = given.iter().position(Option::is_some) {
+                    let flag = OPTIONS[i].flag;
+                    return Err(format!("{flag} is not an option of audit (see --help)"));
+                }
+                let args = crate::audit::command::parse(&mut parser)?;
+                return Ok(args.map_or(Task::Help, Task::Audit));
+            }
             other => return Err(format!("{} (see --help)", other.unexpected())),
         }
     }

@@ -18,13 +18,15 @@ mod pod;
 mod scope;
 
 use pod::{containers, injected, known};
-pub use scope::Scope;
 use scope::select;
+pub use scope::{Opted, Scope, job};
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
 pub const LABEL: &str = "tandem.dev/inject";
 /// The label's value that opts in.
 pub const ENABLED: &str = "enabled";
+/// The label's value that asks only for the annotation: what would be done.
+pub const AUDIT: &str = "audit";
 /// The init container that installs tandem; it (or the image volume) marks a changed Pod.
 pub const INSTALL_CONTAINER: &str = "tandem-install";
 /// The volume that carries the binary: an `emptyDir` the init container
@@ -48,6 +50,12 @@ pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The user the init container runs as (distroless' `nonroot`), so it passes
 /// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
 pub const INSTALL_UID: u32 = 65532;
+
+/// Whether the container named `name` is a job container: not one of the
+/// sidecars tandem knows.
+pub fn is_job(name: &str) -> bool {
+    crate::sidecars::by_container(name).is_none()
+}
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]
@@ -81,12 +89,21 @@ pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
 
 /// [`plan`], with what `images` says of the job containers without `command`.
 pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Images) -> Plan {
-    let (pod, name) = match select(request, scope) {
-        Ok(found) => found,
-        Err(why) => return Plan::unchanged(why),
-    };
-    let (mut patch, report) =
+    match select(request, scope) {
+        Ok((pod, name, opted)) => plan_pod(pod, &name, opted, install, images),
+        Err(why) => Plan::unchanged(why),
+    }
+}
+
+/// The plan for `pod`, a Job's Pod that `opted` in (named `name` in the log):
+/// under audit, the same decisions with nothing but the annotation applied.
+pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images: &Images) -> Plan {
+    let (mut patch, mut report) =
         change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    report.audit = opted == Opted::Audit;
+    if report.audit {
+        patch.clear();
+    }
     patch.extend(report.annotate(&pod["metadata"]));
     Plan {
         patch,
@@ -100,9 +117,14 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
 /// Pod `request` would change, with their images: what must be looked up in
 /// a registry before [`plan_with`]. Empty for every other request.
 pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
-    let Ok((pod, _)) = select(request, scope) else {
-        return Vec::new();
-    };
+    match select(request, scope) {
+        Ok((pod, _, _)) => wanted_in(pod),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`wanted`] for a Job's Pod already selected.
+pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
     };

@@ -22,12 +22,14 @@
 //! | `server` | accepting, the connection cap, time limits, the drain on SIGTERM (`server/`: connection, poll) |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `log` | stderr lines |
+//! | `audit` | `tandem-injector audit`: a List of Pods in, the stuck ones and what injection would do out (`audit/`: list, stuck, would, render, command) |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
 //! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod audit;
 pub mod cli;
 pub mod deadline;
 // Go's durations as the wrapper reads them (SPEC §2), a file of `std` only;

@@ -48,7 +48,7 @@ impl Container<'_> {
 
     /// A job container: not one of the sidecars tandem knows.
     pub fn is_job(&self) -> bool {
-        sidecars::by_container(self.name).is_none()
+        super::is_job(self.name)
     }
 }
 

@@ -1,0 +1,145 @@
+//! The audit as a person reads it, a table at 80 columns, or as one JSON
+//! object for programs (`--output json`). Names are printed with their control
+//! characters escaped: the List comes from outside.
+
+use serde_json::Value;
+
+use super::Audit;
+use crate::log::escape;
+
+/// The width the table keeps to.
+pub const WIDTH: usize = 80;
+/// Below this many columns left for the last column, it goes under the row.
+const NARROWEST: usize = 24;
+/// The indent of a last column put under its row.
+const UNDER: usize = 4;
+
+/// `audit` as one JSON object: `{"stuck": [{namespace, pod, job, sidecars}],
+/// "injection": [{namespace, pod, job, would}]}`, its keys in that order and
+/// one Pod a line.
+pub fn json(audit: &Audit) -> String {
+    let stuck = audit.stuck.iter().map(|s| {
+        let sidecars = Value::from(s.sidecars.clone());
+        object(&s.namespace, &s.pod, &s.job, ("sidecars", sidecars))
+    });
+    let injection = audit.injection.iter().map(|i| {
+        let would = Value::from(i.would.clone());
+        object(&i.namespace, &i.pod, &i.job, ("would", would))
+    });
+    format!(
+        "{{\n  \"stuck\": {},\n  \"injection\": {}\n}}\n",
+        array(stuck),
+        array(injection)
+    )
+}
+
+/// One Pod's object, its keys in the documented order.
+fn object(namespace: &str, pod: &str, job: &str, (key, last): (&str, Value)) -> String {
+    let text = |s: &str| Value::from(s).to_string();
+    format!(
+        "{{\"namespace\": {}, \"pod\": {}, \"job\": {}, \"{key}\": {last}}}",
+        text(namespace),
+        text(pod),
+        text(job)
+    )
+}
+
+/// A JSON array of `items`, each on a line of its own.
+fn array(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.map(|item| format!("    {item}")).collect();
+    if items.is_empty() {
+        return "[]".into();
+    }
+    format!("[\n{}\n  ]", items.join(",\n"))
+}
+
+/// `audit` as two tables, each sorted by namespace and Job: the Pods stuck on
+/// their sidecars, then what the injection would do to every Job's Pod.
+pub fn table(audit: &Audit) -> String {
+    if audit.injection.is_empty() {
+        return format!(
+            "No Pod of a Job among the {} Pods read: nothing to audit.\n",
+            audit.pods
+        );
+    }
+    let mut out = String::new();
+    if audit.stuck.is_empty() {
+        out.push_str("No Job's Pod is stuck on its sidecars.\n");
+    } else {
+        out.push_str("Stuck on their sidecars (every job container has ended, these run on):\n");
+        let rows: Vec<[String; 4]> = audit
+            .stuck
+            .iter()
+            .map(|s| row(&s.namespace, &s.job, &s.pod, &s.sidecars.join(", ")))
+            .collect();
+        grid(&mut out, ["NAMESPACE", "JOB", "POD", "SIDECARS"], &rows);
+    }
+    out.push_str("\nWhat the injection would do to a Pod like each (once enabled):\n");
+    let rows: Vec<[String; 4]> = audit
+        .injection
+        .iter()
+        .map(|i| row(&i.namespace, &i.job, &i.pod, &i.would))
+        .collect();
+    grid(&mut out, ["NAMESPACE", "JOB", "POD", "WOULD"], &rows);
+    out
+}
+
+fn row(namespace: &str, job: &str, pod: &str, last: &str) -> [String; 4] {
+    [namespace, job, pod, last].map(escape)
+}
+
+/// Appends `rows` under `head`: the first three columns as wide as their
+/// widest cell, the last wrapped at word boundaries within `WIDTH`, under its
+/// row when too little room is left beside it.
+fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
+    let widths: [usize; 3] = std::array::from_fn(|c| {
+        let cells = rows.iter().map(|r| r[c].chars().count());
+        cells.chain([head[c].len()]).max().unwrap_or(0)
+    });
+    let indent: usize = widths.iter().map(|w| w + 2).sum();
+    let beside = WIDTH.saturating_sub(indent) >= NARROWEST;
+    let (at, width) = if beside {
+        (indent, WIDTH - indent)
+    } else {
+        (UNDER, WIDTH - UNDER)
+    };
+    let head = head.map(str::to_string);
+    for (i, r) in std::iter::once(&head).chain(rows).enumerate() {
+        let mut line: String = r
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}  "))
+            .collect();
+        let mut lines = wrap(&r[3], width).into_iter();
+        // The heading's last column stays beside it, whatever the room.
+        if beside || i == 0 {
+            line.push_str(&lines.next().unwrap_or_default());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        for more in lines {
+            out.push_str(&format!("{:at$}{more}\n", ""));
+        }
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken between words; a word
+/// longer than `width` has a line of its own.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let used = line.chars().count();
+        if used > 0 && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
