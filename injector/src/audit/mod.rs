@@ -96,3 +96,6 @@ pub fn audit(pods: &[Value]) -> Audit {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod webhook_tests;

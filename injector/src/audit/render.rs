@@ -89,20 +89,16 @@ fn row(namespace: &str, job: &str, pod: &str, last: &str) -> [String; 4] {
 }
 
 /// Appends `rows` under `head`: the first three columns as wide as their
-/// widest cell, the last wrapped at word boundaries within `WIDTH`, under its
-/// row when too little room is left beside it.
+/// widest cell, the last wrapped at word boundaries beside them within
+/// `WIDTH`; in a row where too little room is left (or a word would not fit),
+/// under its row.
 fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
     let widths: [usize; 3] = std::array::from_fn(|c| {
         let cells = rows.iter().map(|r| r[c].chars().count());
         cells.chain([head[c].len()]).max().unwrap_or(0)
     });
     let indent: usize = widths.iter().map(|w| w + 2).sum();
-    let beside = WIDTH.saturating_sub(indent) >= NARROWEST;
-    let (at, width) = if beside {
-        (indent, WIDTH - indent)
-    } else {
-        (UNDER, WIDTH - UNDER)
-    };
+    let room = WIDTH.saturating_sub(indent);
     let head = head.map(str::to_string);
     for (i, r) in std::iter::once(&head).chain(rows).enumerate() {
         let mut line: String = r
@@ -110,9 +106,26 @@ fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
             .zip(widths)
             .map(|(cell, w)| format!("{cell:<w$}  "))
             .collect();
+        if i == 0 {
+            // The heading's last column stays beside it, whatever the room.
+            line.push_str(&r[3]);
+            out.push_str(&line);
+            out.push('\n');
+            continue;
+        }
+        let longest = r[3]
+            .split(' ')
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0);
+        let beside = room >= NARROWEST && longest <= room;
+        let (at, width) = if beside {
+            (indent, room)
+        } else {
+            (UNDER, WIDTH - UNDER)
+        };
         let mut lines = wrap(&r[3], width).into_iter();
-        // The heading's last column stays beside it, whatever the room.
-        if beside || i == 0 {
+        if beside {
             line.push_str(&lines.next().unwrap_or_default());
         }
         out.push_str(line.trim_end());
@@ -124,19 +137,26 @@ fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
 }
 
 /// `text` in lines of at most `width` characters, broken between words; a word
-/// longer than `width` has a line of its own.
+/// longer than `width` is broken too.
 fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
+    let mut used = 0;
     for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let used = line.chars().count();
-        if used > 0 && used + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
+        let chars: Vec<char> = word.chars().collect();
+        for piece in chars.chunks(width) {
+            if used > 0 && used + 1 + piece.len() > width {
+                lines.push(std::mem::take(&mut line));
+                used = 0;
+            }
+            if used > 0 {
+                line.push(' ');
+                used += 1;
+            }
+            line.extend(piece);
+            used += piece.len();
         }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
     }
     if !line.is_empty() || lines.is_empty() {
         lines.push(line);
