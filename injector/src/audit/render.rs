@@ -89,9 +89,9 @@ fn row(namespace: &str, job: &str, pod: &str, last: &str) -> [String; 4] {
 }
 
 /// Appends `rows` under `head`: the first three columns as wide as their
-/// widest cell, the last wrapped at word boundaries beside them within
-/// `WIDTH`; in a row where too little room is left (or a word would not fit),
-/// under its row.
+/// widest cell, the last beside them, wrapped at word boundaries within
+/// `WIDTH`; when it cannot be so in every row (too little room to wrap it, or
+/// a word that does not fit), under each row.
 fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
     let widths: [usize; 3] = std::array::from_fn(|c| {
         let cells = rows.iter().map(|r| r[c].chars().count());
@@ -99,31 +99,26 @@ fn grid(out: &mut String, head: [&str; 4], rows: &[[String; 4]]) {
     });
     let indent: usize = widths.iter().map(|w| w + 2).sum();
     let room = WIDTH.saturating_sub(indent);
-    let head = head.map(str::to_string);
-    for (i, r) in std::iter::once(&head).chain(rows).enumerate() {
-        let mut line: String = r
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}  "))
+    let fits = |text: &str| {
+        let longest = text.split(' ').map(|w| w.chars().count()).max();
+        text.chars().count() <= room || (room >= NARROWEST && longest <= Some(room))
+    };
+    let beside = rows.iter().all(|r| fits(&r[3]));
+    let (at, width) = if beside {
+        (indent, room)
+    } else {
+        (UNDER, WIDTH - UNDER)
+    };
+    let cells = |r: [&str; 4]| -> String {
+        let line: String = (0..3)
+            .map(|c| format!("{:<w$}  ", r[c], w = widths[c]))
             .collect();
-        if i == 0 {
-            // The heading's last column stays beside it, whatever the room.
-            line.push_str(&r[3]);
-            out.push_str(&line);
-            out.push('\n');
-            continue;
-        }
-        let longest = r[3]
-            .split(' ')
-            .map(|w| w.chars().count())
-            .max()
-            .unwrap_or(0);
-        let beside = room >= NARROWEST && longest <= room;
-        let (at, width) = if beside {
-            (indent, room)
-        } else {
-            (UNDER, WIDTH - UNDER)
-        };
+        line
+    };
+    // The heading's last column stays beside it, whatever the room.
+    out.push_str(&format!("{}{}\n", cells(head), head[3]));
+    for r in rows {
+        let mut line = cells([&r[0], &r[1], &r[2], &r[3]]);
         let mut lines = wrap(&r[3], width).into_iter();
         if beside {
             line.push_str(&lines.next().unwrap_or_default());

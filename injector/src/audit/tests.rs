@@ -360,10 +360,30 @@ shop       nightly  nightly-x7k2p  istio-proxy
 
 What the injection would do to a Pod like each (once enabled):
 NAMESPACE  JOB      POD            WOULD
-batch      backup   backup-r2d2c   wrapped job (command from the spec; added
+batch      backup   backup-r2d2c
+    wrapped job (command from the spec; added TANDEM_MESH=istio)
+batch      native   native-0p1q2
+    wrapped job (command from the spec; added
+    TANDEM_READY_URLS=http://127.0.0.1:15021/healthz/ready)
+";
+    // A word too long to sit beside the names puts the column under every row.
+    assert!(table.starts_with(expected), "{table}");
+    let short = Audit {
+        injection: audit.injection[2..].to_vec(),
+        ..Audit::default()
+    };
+    let expected = "\
+NAMESPACE  JOB      POD            WOULD
+shop       hourly   hourly-4bq9s   wrapped job (command from the spec; added
+                                   TANDEM_MESH=istio)
+shop       nightly  nightly-x7k2p  wrapped job (command from the spec; added
                                    TANDEM_MESH=istio)
 ";
-    assert!(table.starts_with(expected), "{table}");
+    assert!(
+        render::table(&short).ends_with(expected),
+        "{}",
+        render::table(&short)
+    );
     for line in table.lines() {
         assert!(line.chars().count() <= render::WIDTH, "{line:?}");
     }
