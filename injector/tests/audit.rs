@@ -1,4 +1,4 @@
-//! Audit before enabling (SPEC §10), with the binary: the label value `audit`
+//! Audit before enabling (SPEC §10.8), with the binary: the label value `audit`
 //! over real HTTPS on loopback, on a Pod and through a namespace, answered
 //! with nothing but the annotation and counted in `/metrics`; and
 //! `tandem-injector audit` over a List of Pods, from a file and from stdin,

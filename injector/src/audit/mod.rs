@@ -1,4 +1,4 @@
-//! `tandem-injector audit` (SPEC §10, "Audit before enabling"): a Kubernetes
+//! `tandem-injector audit` (SPEC §10.8): a Kubernetes
 //! `List` of Pods in, as `kubectl get pods -A -o json` prints it; out, for the
 //! Pods a Job owns, those stuck on their sidecars and what the injection would
 //! do to each. It reads nothing else and makes no network call.

@@ -1,4 +1,4 @@
-//! Whether a Job's Pod is stuck on its sidecars (SPEC §10): every job
+//! Whether a Job's Pod is stuck on its sidecars (SPEC §10.8): every job
 //! container has terminated and a sidecar tandem knows still runs, so the Pod
 //! never completes and its Job never finishes. A native sidecar (an init
 //! container with `restartPolicy: Always`) never counts: the kubelet stops it.

@@ -1,4 +1,4 @@
-//! The label value `audit` in the webhook (SPEC §10): on the webhook tests'
+//! The label value `audit` in the webhook (SPEC §10.8): on the webhook tests'
 //! Pods, through each route, the plan is the one `enabled` gets with nothing
 //! applied but the annotation, its words starting `audit: `.
 

@@ -1,4 +1,4 @@
-//! What the injection would do to a Pod like one in the List (SPEC §10): the
+//! What the injection would do to a Pod like one in the List (SPEC §10.8): the
 //! webhook's own plan (`inject::plan_pod`) as if the Pod were opted in, so the
 //! words are the annotation's. A container whose image would be looked up in
 //! its registry is planned as wrapped and said to need its image's

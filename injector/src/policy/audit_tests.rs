@@ -1,4 +1,4 @@
-//! The printed policy leaves a Pod under audit alone (SPEC §10): no binding of
+//! The printed policy leaves a Pod under audit alone (SPEC §10.8): no binding of
 //! the mutating policy selects a Pod labelled `audit`, or an unlabelled one in
 //! a namespace labelled `audit`; and the warning policy does not warn about an
 //! audited Job. The bindings' selectors are evaluated as the API server does.
