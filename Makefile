@@ -366,6 +366,22 @@ injector-pods: envoy injector-test
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review
 
+## e2e-audit: audit before enabling (SPEC §10.8) in a real API server on loopback
+## (injector/scripts/e2e_audit.py): a Job labelled audit and an unlabelled Job in a
+## namespace labelled audit are stored unchanged but for the annotation; then
+## `tandem-injector audit` over `kubectl get pods -A -o json` after their statuses
+## are written (one stuck on istio-proxy), and its exits 65 and 64. Opt-in, with the
+## same KUBE_APISERVER, ETCD and (for real Jobs) KUBE_CONTROLLER_MANAGER, and kubectl.
+.PHONY: e2e-audit
+e2e-audit:
+	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
+		echo "e2e-audit: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver and an etcd binary (make e2e-audit KUBE_APISERVER=/path ETCD=/path)" >&2; \
+		exit 2; fi
+	$(CARGO) build --locked -p tandem-injector
+	python3 injector/scripts/e2e_audit.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/debug/tandem-injector target/tmp/e2e-audit \
+		$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER)))
+
 ## e2e-apiserver: the injector and its admission policy in a real Kubernetes API
 ## server on loopback (injector/scripts/e2e_apiserver.py): the HTTPS tests' Pods,
 ## created through the webhook and through the policy (emptydir and image-volume),

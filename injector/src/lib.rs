@@ -16,6 +16,7 @@
 //! | `duration` | Go's durations: the wrapper's `src/value/duration.rs`, compiled here too |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `say` | stderr lines (`say!`) |
+//! | `audit` | `tandem-injector audit`: a List of Pods in, the stuck ones and what injection would do out (`audit/`: list, stuck, would, render, command) |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
 //! | `webhook` | the webhook's configuration (`webhook`) |
 //! | `yaml` | the YAML those are printed as |
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod audit;
 pub mod cli;
 // Go's durations as the wrapper reads them (SPEC §2), a file of `std` only;
 // its whole seconds (`parse_seconds`) are the wrapper's alone.

@@ -8,8 +8,9 @@
 pub mod cel;
 pub mod patch;
 
+use crate::inject::Scope;
 use crate::inject::delivery::Install;
-use crate::inject::{Scope, selectors};
+use crate::inject::selectors::{self, Reader};
 use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
 
@@ -54,7 +55,7 @@ fn route(scope: Scope) -> Node {
         "MutatingAdmissionPolicyBinding",
         &format!("{NAME}-{}", scope.noun()),
         None,
-        selectors::objects(scope),
+        selectors::objects(scope, Reader::Policy),
         selectors::namespaces(scope),
     )
 }

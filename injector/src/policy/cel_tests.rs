@@ -463,3 +463,6 @@ fn the_warning_policy_names_the_containers_the_webhook_would_look_up() {
         assert_eq!(passes, wanted.is_empty(), "{name}");
     }
 }
+
+#[path = "audit_tests.rs"]
+mod audit;
