@@ -9,13 +9,9 @@ use std::path::{Path, PathBuf};
 const MAX_FUNCTION: usize = 60;
 const MAX_TEST_FILE: usize = 700;
 
-/// Not held to the function limit yet: the registry's and the policy's
-/// reworks split their long functions and remove these.
-const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &[
-    "injector/src/registry/",
-    "injector/src/policy/",
-    "injector/src/policy.rs",
-];
+/// Not held to the function limit yet: the registry's rework splits its
+/// long functions and removes this.
+const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &["injector/src/registry/"];
 /// Not held to the test-file limit yet: split by the configuration's rework.
 const LONG_TEST_FILES_UNTIL_SPLIT: &[&str] = &["src/config/tests.rs"];
 
