@@ -4,7 +4,7 @@ makes the PKI and talks REST), containerd and a kubelet on the default-route
 address, the bridge CNI plugin. Everything lives under one work directory; `stop`
 ends every process started here by its PID and undoes what was set up on the host
 (the bridge, mounts under the work directory, the CNI network namespaces, the
-kubepods cgroups, iptables chains that were not there before, the kernel settings
+cgroups under its own cgroup root, iptables chains that were not there before, the kernel settings
 the kubelet changes). Nothing here builds or fetches a binary: their paths are given.
 """
 
@@ -20,12 +20,15 @@ from pathlib import Path
 import cluster as k8s
 
 BRIDGE = "tandemnode0"
-SUBNET = "10.244.77.0/24"
+SUBNET = "10.244.78.0/24"
 NODE_NAME = "tandem-e2e-node"
 # What the kubelet sets when protectKernelDefaults is false: put back at the end.
 SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
            "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# The kubelet's cgroup root: this node's Pods under a name of its own, never under
+# another kubelet's /kubepods.
+POD_CGROUPS = "tandem-e2e-node"
 
 
 def default_route_address():
@@ -76,7 +79,9 @@ def containerd_config(work, sandbox_image, version):
             f'[{rt}.containerd]\n  default_runtime_name = "runc"\n'
             f'[{rt}.containerd.runtimes.runc]\n' +
             runc.replace("RUNC", f"{rt}.containerd.runtimes.runc") +
-            f'[{rt}.cni]\n' + cni +
+            f'[{rt}.cni]\n' + cni.replace('bin_dir = "/usr/lib/cni"', 'bin_dirs = ["/usr/lib/cni"]') +
+            # NRI's socket is a fixed host path: not this node's to take.
+            '[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n' +
             f'[{img}]\n  snapshotter = "overlayfs"\n'
             f'[{img}.pinned_images]\n  sandbox = "{sandbox_image}"\n'
             f'[{img}.registry]\n  config_path = "{d}/certs.d"\n')
@@ -110,6 +115,7 @@ def kubelet_config(work, address, port, sock):
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
         "syncFrequency": "5s", "fileCheckFrequency": "5s",
         "nodeStatusUpdateFrequency": "5s", "podPidsLimit": -1,
+        "cgroupRoot": f"/{POD_CGROUPS}",
     })
 
 
@@ -199,6 +205,8 @@ class Node:
         return self.api
 
     def start_kubelet(self):
+        for controller in self._controllers():
+            (controller / POD_CGROUPS).mkdir(exist_ok=True)
         d = self.work / "kubelet"
         d.mkdir(parents=True, exist_ok=True)
         port = k8s.free_port()
@@ -232,9 +240,32 @@ class Node:
         self.api.must("PUT", f"/api/v1/nodes/{NODE_NAME}", node)
         return node
 
+    def drain(self, bound=90):
+        """Deletes every Pod at once and waits until the kubelet has torn down their
+        sandboxes (their network namespaces with them)."""
+        status, _, found = self.api.call("GET", "/api/v1/pods")
+        if status != 200:
+            return
+        for pod in found["items"]:
+            meta = pod["metadata"]
+            self.api.call("DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                          {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            if not self.ctr("containers", "ls", "-q", check=False).stdout.split():
+                return
+            time.sleep(1)
+        self.say(f"the kubelet left containers after {bound}s; containerd's are killed")
+
     def stop(self):
         """Every process by PID (kubelet first, containerd's shims by the socket they
         serve), then what they left on the host."""
+        kubelet = next((p for n, p in self.procs if n == "kubelet"), None)
+        if self.api and kubelet and kubelet.poll() is None:
+            try:
+                self.drain()
+            except (OSError, k8s.Failed) as e:
+                self.say(f"draining the node: {e}")
         for name, proc in reversed(self.procs):
             if name == "containerd":
                 self._stop_containers()
@@ -245,8 +276,11 @@ class Node:
         self._unmount()
         for ns in self._netns() - self.before["netns"]:
             if ns.startswith("cni-"):
-                subprocess.run(["umount", f"/run/netns/{ns}"], capture_output=True)
-                Path(f"/run/netns/{ns}").unlink(missing_ok=True)
+                subprocess.run(["umount", "-l", f"/run/netns/{ns}"], capture_output=True)
+                try:
+                    Path(f"/run/netns/{ns}").unlink(missing_ok=True)
+                except OSError as e:
+                    self.say(f"/run/netns/{ns}: {e}")
         subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
         self._remove_cgroups()
         self._remove_chains()
@@ -301,10 +335,17 @@ class Node:
             for m in mine:
                 subprocess.run(["umount", "-l", m], capture_output=True)
 
+    @staticmethod
+    def _controllers():
+        """The cgroup v1 hierarchies (or the one v2 hierarchy)."""
+        if (CGROUP_ROOT / "cgroup.controllers").exists():
+            return [CGROUP_ROOT]
+        return [c for c in CGROUP_ROOT.iterdir() if c.is_dir() and not c.is_symlink()]
+
     def _remove_cgroups(self):
-        """The kubepods hierarchy (and the QoS cgroups under it) of every controller."""
-        for controller in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
-            top = controller / "kubepods"
+        """This node's cgroup root (kubepods, the QoS and Pod cgroups under it)."""
+        for controller in self._controllers():
+            top = controller / POD_CGROUPS
             if not top.is_dir():
                 continue
             dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
@@ -333,8 +374,11 @@ class Node:
         mounts = Path("/proc/mounts").read_text()
         if str(self.work) in mounts:
             left.append("mounts under the work directory")
-        if any((c / "kubepods").exists() for c in CGROUP_ROOT.iterdir()):
-            left.append("kubepods cgroups")
+        netns = {n for n in self._netns() - self.before["netns"] if n.startswith("cni-")}
+        if netns:
+            left.append(f"network namespaces {', '.join(sorted(netns))}")
+        if any((c / POD_CGROUPS).exists() for c in self._controllers()):
+            left.append(f"cgroups under /{POD_CGROUPS}")
         for name, proc in self.procs:
             if proc.poll() is None:
                 left.append(f"{name} (pid {proc.pid})")
@@ -386,7 +430,7 @@ class ControlPlane(k8s.Cluster):
             bins["kube-controller-manager"], f"--kubeconfig={config}",
             "--secure-port=0", "--leader-elect=false",
             "--controllers=job,cronjob,serviceaccount,serviceaccount-token,namespace,"
-            "garbagecollector,ttl-after-finished,podgc",
+            "garbagecollector,ttl-after-finished,podgc,root-ca-cert-publisher",
             f"--service-account-private-key-file={d / 'sa.key'}",
             f"--root-ca-file={d / 'ca.crt'}",
         ])
