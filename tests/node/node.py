@@ -252,7 +252,8 @@ class Node:
                           {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
         end = time.monotonic() + bound
         while time.monotonic() < end:
-            if not self.ctr("containers", "ls", "-q", check=False).stdout.split():
+            tasks = self.ctr("tasks", "ls", check=False).stdout.splitlines()[1:]
+            if not any("RUNNING" in t.split() for t in tasks):
                 return
             time.sleep(1)
         self.say(f"the kubelet left containers after {bound}s; containerd's are killed")

@@ -426,18 +426,13 @@ class Run:
         control = self.seen["control"]["metadata"]["name"]
         done = self.seen["myjob"]["metadata"]["name"]
         parts = {
-            "before.txt": [["get", "pods"], ["describe", "pod", control]],
-            "after.txt": [["get", "pods"], ["logs", done, "-c", "job"],
+            "before.txt": [["get", "pod", control], ["describe", "pod", control]],
+            "after.txt": [["get", "pod", done], ["logs", done, "-c", "job"],
                           ["describe", "pod", done]],
         }
         for file, cmds in parts.items():
             text = head
             for cmd in cmds:
                 out = self.kubectl_out("-n", NS, *cmd)
-                if cmd == ["get", "pods"]:
-                    # The Pod of the story only (the namespace holds every scenario's).
-                    pod = control if file == "before.txt" else done
-                    out = "\n".join(l for l in out.splitlines()
-                                    if l.startswith("NAME ") or l.startswith(pod)) + "\n"
                 text += f"\n$ kubectl {' '.join(cmd)}\n" + out
             (self.transcripts / file).write_text(text)
