@@ -1,5 +1,6 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins),
+//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`,
+//! `--registry-allow`, each with its variable (the option wins),
 //! and the `policy` command with `--image` and `--install` alone, validated
 //! before anything is opened; a bad or missing value is one line naming the
 //! option or variable, the value and what is expected (exit 64, as the wrapper).
@@ -10,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::install::{Install, Mode};
-use crate::registry::{self, Credentials};
+use crate::registry::{self, Allow, Credentials};
 use crate::server::Limits;
 use crate::tls::Files;
 
@@ -40,6 +41,8 @@ pub struct Config {
     pub registry_auth: Credentials,
     /// Extra CA certificates (DER) for registries (`--registry-ca`).
     pub registry_ca: Vec<Vec<u8>>,
+    /// The registries that may be looked up (`--registry-allow`); empty: any.
+    pub registry_allow: Allow,
 }
 
 /// What the command line asks for.
@@ -67,7 +70,7 @@ pub fn help() -> String {
          the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
          Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
          \x20      [--install emptydir|image-volume] [--drain DUR]\n\
-         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\
+         \x20      [--registry-auth FILE] [--registry-ca PEM] [--registry-allow HOST[:PORT],…]\n\
          \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\n\
          Options (each also read from its variable; the option wins):\n",
     );
@@ -162,6 +165,18 @@ pub fn parse(
         Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
         None => Vec::new(),
     };
+    let registry_allow = match next() {
+        Some((from, v)) => v
+            .to_str()
+            .ok_or_else(|| "not UTF-8".to_string())
+            .and_then(Allow::parse)
+            .map_err(|e| {
+                format!(
+                    "{from} {v:?}: {e}: expected HOST[:PORT] or *.DOMAIN[:PORT], comma-separated"
+                )
+            })?,
+        None => Allow::default(),
+    };
     for (name, limit) in [
         (IDLE_VAR, &mut limits.idle),
         (REQUEST_VAR, &mut limits.request),
@@ -185,6 +200,7 @@ pub fn parse(
         limits,
         registry_auth,
         registry_ca,
+        registry_allow,
     }))
 }
 
@@ -377,6 +393,20 @@ mod tests {
         };
         assert_eq!(c.registry_auth.for_host("r.example").unwrap().username, "u");
         assert!(c.registry_ca.is_empty());
+        assert!(c.registry_allow.is_empty());
+        let Ok(Task::Run(c)) = run(
+            NEEDED,
+            &[(
+                "TANDEM_INJECTOR_REGISTRY_ALLOW",
+                "r.example, *.corp.example:5000",
+            )],
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            c.registry_allow.to_string(),
+            "r.example,*.corp.example:5000"
+        );
         let missing = dir.join("missing.json");
         let cases = [
             (
@@ -393,6 +423,16 @@ mod tests {
                 format!("{NEEDED} --registry-ca {}", not_pem.display()),
                 vec![],
                 "--registry-ca ",
+            ),
+            (
+                format!("{NEEDED} --registry-allow r.example,,x"),
+                vec![],
+                "--registry-allow \"r.example,,x\": entry \"\": empty",
+            ),
+            (
+                NEEDED.to_string(),
+                vec![("TANDEM_INJECTOR_REGISTRY_ALLOW", "*.10.0.0.1")],
+                "TANDEM_INJECTOR_REGISTRY_ALLOW \"*.10.0.0.1\": entry",
             ),
         ];
         for (args, vars, expected) in cases {

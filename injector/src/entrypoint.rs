@@ -9,13 +9,13 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::inject::TANDEM;
-use crate::registry::ImageConfig;
+use crate::registry::{Failure, ImageConfig};
 use crate::report::{Found, Skip};
 
 /// What was found out, before planning, about the images of job containers
 /// without `command` (see `inject::wanted`), by container name: the image's
-/// configuration, or why there is none (with the fix).
-pub type Images = HashMap<String, Result<ImageConfig, String>>;
+/// configuration, or why there is none.
+pub type Images = HashMap<String, Result<ImageConfig, Failure>>;
 
 /// The annotation's prefix; the container's name follows.
 pub const ANNOTATION: &str = "tandem.dev/entrypoint.";
@@ -65,10 +65,10 @@ pub fn without_command(
                 config.cmd.clone(),
                 Found::Registry,
             ),
-            Some(Err(why)) => {
+            Some(Err(failure)) => {
                 return Err(Skip::Unread {
                     image: image.unwrap_or("?").to_string(),
-                    why: why.clone(),
+                    failure: failure.clone(),
                 });
             }
             None => return Err(Skip::NoCommand),

@@ -58,7 +58,11 @@ fn main() -> ExitCode {
         ),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
-    let client = Client::new(config.registry_auth, &config.registry_ca);
+    let client = Client::new(
+        config.registry_auth,
+        &config.registry_ca,
+        config.registry_allow,
+    );
     let registry = Arc::new(Registry::new(client, registry::CAPACITY));
     if let Err(e) = server::run(listener, tls, config.install, registry, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::log;
 use crate::metrics::{self, Counter};
+use crate::registry::Failure;
 
 /// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
 pub const ANNOTATION: &str = "tandem.dev/injection";
@@ -54,13 +55,13 @@ pub enum Skip {
     /// No `command`: it runs its image's entrypoint, which the Pod does not
     /// name, and its image was not looked up.
     NoCommand,
-    /// No `command`, and its image's configuration could not be read: `why`
-    /// says the registry's answer and the fix.
+    /// No `command`, and its image's configuration could not be read (or
+    /// its registry may not be contacted): the kind of failure and the fix.
     Unread {
         /// The container's `image`.
         image: String,
-        /// The answer, with the fix.
-        why: String,
+        /// Why it was not read.
+        failure: Failure,
     },
     /// No `command`, and its entrypoint annotation is malformed (this says how).
     BadAnnotation(String),
@@ -76,7 +77,8 @@ impl Skip {
     /// Why, and the fix when there is one.
     fn words(&self) -> String {
         let fixed = match self {
-            Skip::Unread { image, why } => {
+            Skip::Unread { image, failure } => {
+                let why = failure.words();
                 return format!("it has no command and its image {image} was not read: {why}");
             }
             Skip::BadAnnotation(why) => {
@@ -104,6 +106,10 @@ impl Skip {
     fn counter(&self) -> Counter {
         match self {
             Skip::NoCommand => Counter::SkippedNoCommand,
+            Skip::Unread {
+                failure: Failure::NotAllowed(_),
+                ..
+            } => Counter::SkippedNotAllowed,
             Skip::Unread { .. } => Counter::SkippedImageUnread,
             Skip::BadAnnotation(_) => Counter::SkippedBadAnnotation,
             Skip::NothingToRun => Counter::SkippedNothingToRun,

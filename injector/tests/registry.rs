@@ -19,13 +19,18 @@ use serde_json::{Value, json};
 use support::pods::{container, job_pod, review};
 use support::registry::{Auth, Registry, TokenIssuer, World, world};
 use support::{INJECTOR, Injector, scratch};
-use tandem_injector::registry::{Client, Credentials, Failure, ImageConfig, Reference};
+use tandem_injector::registry::{Allow, Client, Credentials, Failure, ImageConfig, Reference};
 
 fn ca(world: &World) -> Vec<Vec<u8>> {
     CertificateDer::pem_file_iter(&world.ca_file)
         .unwrap()
         .map(|c| c.unwrap().as_ref().to_vec())
         .collect()
+}
+
+/// The allow-list that names `hosts` (loopback registries are reached only so).
+fn listing(hosts: &[&str]) -> Allow {
+    Allow::parse(&hosts.join(",")).unwrap()
 }
 
 fn lookup(client: &Client, image: &str, within: Duration) -> Result<ImageConfig, Failure> {
@@ -48,8 +53,8 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
     let Some(world) = world() else { return };
     let registry = Registry::start(world, &scratch("registry-basic"), Auth::Basic);
     let creds = Credentials::load(&registry.auth_file()).unwrap();
-    let client = Client::new(creds, &ca(world));
     let h = &registry.host;
+    let client = Client::new(creds, &ca(world), listing(&[h]));
     let second = Duration::from_secs(10);
     assert_eq!(
         lookup(&client, &format!("{h}/both:1"), second),
@@ -94,7 +99,7 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
     ));
 
     // Without the login, or without the CA, the answer says so.
-    let anonymous = Client::new(Credentials::default(), &ca(world));
+    let anonymous = Client::new(Credentials::default(), &ca(world), listing(&[h]));
     match lookup(&anonymous, &format!("{h}/both:1"), second) {
         Err(Failure::Denied(why)) => assert!(
             why.contains(&format!("--registry-auth has none for {h}")),
@@ -102,9 +107,10 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
         ),
         other => panic!("{other:?}"),
     }
-    let untrusting = Client::new(Credentials::load(&registry.auth_file()).unwrap(), &[]);
+    let creds = Credentials::load(&registry.auth_file()).unwrap();
+    let untrusting = Client::new(creds, &[], listing(&[h]));
     match lookup(&untrusting, &format!("{h}/both:1"), second) {
-        Err(Failure::Network(why)) => assert!(why.contains("certificate"), "{why}"),
+        Err(Failure::Tls(why)) => assert!(why.contains("certificate"), "{why}"),
         other => panic!("{other:?}"),
     }
 }
@@ -116,7 +122,12 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
     let issuer = TokenIssuer::start(world, &sub(&dir, "issuer"), false);
     let registry = Registry::start(world, &dir, Auth::Token(issuer.realm.clone()));
     let creds = Credentials::load(&registry.auth_file()).unwrap();
-    let client = Client::new(creds, &ca(world));
+    let host = issuer
+        .realm
+        .trim_start_matches("https://")
+        .trim_end_matches("/token");
+    let allow = || listing(&[&registry.host, host]);
+    let client = Client::new(creds, &ca(world), allow());
     let image = format!("{}/multi:1", registry.host);
     assert_eq!(
         lookup(&client, &image, Duration::from_secs(10)),
@@ -134,7 +145,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
         "{target}"
     );
     // Anonymous: the token is asked without a login, as for public images.
-    let anonymous = Client::new(Credentials::default(), &ca(world));
+    let anonymous = Client::new(Credentials::default(), &ca(world), allow());
     assert_eq!(
         lookup(&anonymous, &image, Duration::from_secs(10)),
         Ok(config(&["/ep"], &["m"]))
@@ -149,7 +160,13 @@ fn a_registry_or_token_endpoint_that_hangs_costs_the_deadline_and_no_more() {
     let hanging = TokenIssuer::start(world, &sub(&dir, "issuer"), true);
     let registry = Registry::start(world, &dir, Auth::Token(hanging.realm.clone()));
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = Client::new(Credentials::default(), &ca(world));
+    let silent_host = silent.local_addr().unwrap().to_string();
+    let realm_host = hanging
+        .realm
+        .trim_start_matches("https://")
+        .trim_end_matches("/token");
+    let allow = listing(&[&registry.host, &silent_host, realm_host]);
+    let client = Client::new(Credentials::default(), &ca(world), allow);
     for image in [
         format!("{}/both:1", registry.host),
         format!("{}/both:1", silent.local_addr().unwrap()),

@@ -57,7 +57,13 @@ pub(super) const REGISTRY_CA: Opt = Opt {
     value: "PEM",
     help: "extra CA certificates for those registries",
 };
-pub(super) const OPTIONS: [&Opt; 8] = [
+pub(super) const REGISTRY_ALLOW: Opt = Opt {
+    flag: "--registry-allow",
+    var: "TANDEM_INJECTOR_REGISTRY_ALLOW",
+    value: "HOST[:PORT],…",
+    help: "the registries that may be looked up (*.example.com: the names below); default any",
+};
+pub(super) const OPTIONS: [&Opt; 9] = [
     &LISTEN,
     &CERT,
     &KEY,
@@ -66,6 +72,7 @@ pub(super) const OPTIONS: [&Opt; 8] = [
     &DRAIN,
     &REGISTRY_AUTH,
     &REGISTRY_CA,
+    &REGISTRY_ALLOW,
 ];
 /// The options of `policy`, at their places in `OPTIONS`.
 pub(super) const POLICY_OPTIONS: [usize; 2] = [3, 4];
