@@ -19,8 +19,10 @@ mod idle;
 mod init;
 /// The readiness kinds beside HTTP: tcp://, unix://, file:// against real ones (SPEC §3).
 mod kinds;
-/// ARCHITECTURE.md's layout: imports in src/ point one way, phases never reach up.
+/// ARCHITECTURE.md's layout: imports in src/ and injector/src point one way, phases never reach up.
 mod layout;
+/// The standards' sizes: functions ≤ 60 lines, test files ≤ 700, in both crates.
+mod lengths;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).
@@ -51,6 +53,8 @@ mod sidecars;
 mod signals;
 /// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
 mod soak;
+/// A quit that finds the sidecar gone after SIGTERM: the Pod is stopping (SPEC §5.3).
+mod stopping;
 /// 10,000 mixed signals while the app runs: no crash, no leak, all relayed (SPEC §4).
 mod storm;
 mod support;

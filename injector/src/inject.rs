@@ -6,48 +6,26 @@
 
 use serde_json::Value;
 
-use crate::entrypoint;
-pub use crate::entrypoint::Images;
-use crate::install::Install;
-use crate::report::Report;
+use crate::layout::{BIN_VOLUME, SHARED_VOLUME};
 
 mod command;
+pub mod delivery;
+pub mod entrypoint;
 mod env;
 mod patch;
 mod pod;
+pub mod report;
 mod scope;
+pub mod selectors;
 
-use pod::{containers, injected, known};
-pub use scope::Scope;
+use delivery::Install;
+pub use entrypoint::Images;
+use report::Report;
+
+pub use pod::is_job;
+use pod::{changed_earlier, containers, known};
 use scope::select;
-
-/// The opt-in label, on the Pod (its Job's template) or its namespace.
-pub const LABEL: &str = "tandem.dev/inject";
-/// The label's value that opts in.
-pub const ENABLED: &str = "enabled";
-/// The init container that installs tandem; it (or the image volume) marks a changed Pod.
-pub const INSTALL_CONTAINER: &str = "tandem-install";
-/// The volume that carries the binary: an `emptyDir` the init container
-/// fills, or the tandem image itself (`--install image-volume`).
-pub const BIN_VOLUME: &str = "tandem-bin";
-/// The `emptyDir` where several job containers record who has finished (§9).
-pub const SHARED_VOLUME: &str = "tandem-shared";
-/// Where the job containers see the binary's volume.
-pub const BIN_DIR: &str = "/tandem";
-/// The binary in the job containers: the head of every changed command.
-pub const TANDEM: &str = "/tandem/tandem";
-/// Where the job containers see the shared volume.
-pub const SHARED_DIR: &str = "/tandem-shared";
-/// Where the init container sees the binary's volume: not `/tandem`, which is
-/// the binary itself in the tandem image.
-pub const INSTALL_DIR: &str = "/opt/tandem";
-/// Where the ServiceAccount admission plugin mounts the API token: a mount
-/// there in the init container keeps the plugin from adding one after this
-/// webhook (which would call it again) and gives it no token it never uses.
-pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-/// The user the init container runs as (distroless' `nonroot`), so it passes
-/// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
-pub const INSTALL_UID: u32 = 65532;
+pub use scope::{Opted, Scope, job};
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]
@@ -81,12 +59,21 @@ pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
 
 /// [`plan`], with what `images` says of the job containers without `command`.
 pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Images) -> Plan {
-    let (pod, name) = match select(request, scope) {
-        Ok(found) => found,
-        Err(why) => return Plan::unchanged(why),
-    };
-    let (mut patch, report) =
+    match select(request, scope) {
+        Ok((pod, name, opted)) => plan_pod(pod, &name, opted, install, images),
+        Err(why) => Plan::unchanged(why),
+    }
+}
+
+/// The plan for `pod`, a Job's Pod that `opted` in (named `name` in the log):
+/// under audit, the same decisions with nothing but the annotation applied.
+pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images: &Images) -> Plan {
+    let (mut patch, mut report) =
         change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    report.audit = opted == Opted::Audit;
+    if report.audit {
+        patch.clear();
+    }
     patch.extend(report.annotate(&pod["metadata"]));
     Plan {
         patch,
@@ -100,9 +87,14 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
 /// Pod `request` would change, with their images: what must be looked up in
 /// a registry before [`plan_with`]. Empty for every other request.
 pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
-    let Ok((pod, _)) = select(request, scope) else {
-        return Vec::new();
-    };
+    match select(request, scope) {
+        Ok((pod, _, _)) => wanted_in(pod),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`wanted`] for a Job's Pod already selected.
+pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
     };
@@ -113,7 +105,7 @@ pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
         return Vec::new();
     };
     // An injected Pod (a reinvocation) wraps nothing new.
-    if injected(spec, &init) {
+    if changed_earlier(spec, &init) {
         return Vec::new();
     }
     main.iter()
@@ -135,8 +127,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = injected(spec, &init);
-    if !injected {
+    let earlier = changed_earlier(spec, &init);
+    if !earlier {
         let taken = volumes
             .into_iter()
             .flatten()
@@ -147,10 +139,10 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
     }
 
     let mut report = Report {
-        earlier: injected,
+        earlier,
         ..Report::default()
     };
-    let commands = command::decide(pod, &main, injected, images, &mut report);
+    let commands = command::decide(pod, &main, earlier, images, &mut report);
     let (classic, native) = env::quit_or_wait(
         &mut report,
         &commands.wrapped,
@@ -161,7 +153,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         return Ok((Vec::new(), report));
     }
     let mut patch = Vec::new();
-    if !injected {
+    if !earlier {
         patch::install(&mut patch, spec, volumes.is_some(), install, &commands);
     }
     env::add(
@@ -175,9 +167,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 }
 
 #[cfg(test)]
-#[path = "inject_tests.rs"]
-pub(crate) mod tests;
-
-#[cfg(test)]
-#[path = "inject_entrypoint_tests.rs"]
 mod entrypoint_tests;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod unchanged_tests;

@@ -7,13 +7,13 @@
 
 use serde_json::{Value, json};
 
-use crate::log;
 use crate::metrics::{self, Counter};
 use crate::registry::Failure;
+use crate::say;
 
-/// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
-pub const ANNOTATION: &str = "tandem.dev/injection";
-/// `ANNOTATION` in a JSON Pointer (RFC 6901: `/` is written `~1`).
+use crate::layout::INJECTION_ANNOTATION;
+
+/// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
 
 /// How a wrapped container's command was found.
@@ -27,6 +27,9 @@ pub enum Found {
     Registry,
     /// No `command`: the entrypoint its `tandem.dev/entrypoint.NAME` annotation gives.
     Annotation,
+    /// No `command`, and its image not looked up (`tandem-injector audit`
+    /// makes no network call): wrapped when its registry answers.
+    Lookup,
 }
 
 impl Found {
@@ -36,6 +39,7 @@ impl Found {
             Found::Earlier => "by an earlier review",
             Found::Registry => "entrypoint from the registry",
             Found::Annotation => "entrypoint from its annotation",
+            Found::Lookup => "needs its image's entrypoint",
         }
     }
 
@@ -45,6 +49,8 @@ impl Found {
             Found::Earlier => Counter::WrappedEarlier,
             Found::Registry => Counter::WrappedRegistry,
             Found::Annotation => Counter::WrappedAnnotation,
+            // Never counted: only `tandem-injector audit` leaves a lookup undone.
+            Found::Lookup => Counter::WrappedRegistry,
         }
     }
 }
@@ -140,6 +146,9 @@ pub struct Report {
     pub problem: Option<String>,
     /// The Pod was injected by an earlier review (a reinvocation).
     pub earlier: bool,
+    /// Audit (`tandem.dev/inject: audit`): nothing was changed; the line says
+    /// what would have been, starting `audit: `, and no warning goes out.
+    pub audit: bool,
 }
 
 impl Report {
@@ -154,7 +163,12 @@ impl Report {
     /// The one line: the annotation's value and the log's. Control characters
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
-        log::escape(&self.words())
+        let words = self.words();
+        say::escape(&if self.audit {
+            format!("audit: {words}")
+        } else {
+            words
+        })
     }
 
     fn words(&self) -> String {
@@ -205,6 +219,9 @@ impl Report {
     /// The admission warnings: one per container left unwrapped on the first
     /// review (a reinvocation repeats none).
     pub fn warnings(&self) -> Vec<String> {
+        if self.audit {
+            return Vec::new();
+        }
         if let Some(problem) = &self.problem {
             return vec![format!("tandem-injector: Pod not injected: {problem}")];
         }
@@ -230,8 +247,8 @@ impl Report {
         let line = self.line();
         match &metadata["annotations"] {
             Value::Null => Some(json!({"op": "add", "path": "/metadata/annotations",
-                "value": {ANNOTATION: line}})),
-            Value::Object(map) => match map.get(ANNOTATION) {
+                "value": {INJECTION_ANNOTATION: line}})),
+            Value::Object(map) => match map.get(INJECTION_ANNOTATION) {
                 Some(Value::String(old)) if *old == line || self.earlier => None,
                 _ => Some(json!({"op": "add", "path": POINTER, "value": line})),
             },
@@ -240,8 +257,12 @@ impl Report {
         }
     }
 
-    /// Counts its containers in the metrics.
+    /// Counts its containers in the metrics (an audit's are not: none was
+    /// wrapped or skipped).
     pub fn count(&self) {
+        if self.audit {
+            return;
+        }
         for (_, fate) in &self.containers {
             metrics::count(match fate {
                 Fate::Wrapped(found, _) => found.counter(),
