@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test crate takes the parts it needs
 
+pub mod listener;
 pub mod pods;
 pub mod registry;
 #[path = "../../../tests/support/skips.rs"]
