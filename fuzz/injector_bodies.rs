@@ -203,3 +203,52 @@ pub fn audit_list(data: &[u8]) {
         assert_eq!(read["would"], i.would.as_str());
     }
 }
+
+/// Any bytes as a `--registry-allow` value: an allow-list or one line saying
+/// which entry is wrong. A list prints as one that reads back the same; an
+/// entry naming a host also permits it; and a loopback or link-local address
+/// is connected to only for a host an entry names (not a wildcard).
+pub fn allow(data: &[u8]) {
+    use std::net::SocketAddr;
+    use tandem_injector::registry::allow::{Allow, HostPort};
+    use tandem_injector::registry::reach;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let list = match Allow::parse(text) {
+        Ok(list) => list,
+        Err(why) => {
+            assert!(!why.is_empty() && !why.contains('\n'), "{why:?}");
+            return;
+        }
+    };
+    let printed = list.to_string();
+    assert_eq!(
+        Allow::parse(&printed).as_ref(),
+        Ok(&list),
+        "{text:?} printed {printed:?}"
+    );
+    let special: [SocketAddr; 3] = [
+        ([127, 0, 0, 1], 443).into(),
+        ([169, 254, 169, 254], 443).into(),
+        (std::net::Ipv6Addr::LOCALHOST, 443).into(),
+    ];
+    let probes = text
+        .split(',')
+        .map(|e| e.trim().trim_start_matches("*.").to_string())
+        .chain(["localhost".to_string(), "a.example:443".to_string()]);
+    for probe in probes {
+        let Ok(to) = HostPort::parse(&probe) else {
+            continue;
+        };
+        if list.names(&to) {
+            assert!(list.permits(&to), "{text:?}: {to} named, not permitted");
+        }
+        let checked = reach::check(&list, &to, &special);
+        assert_eq!(
+            checked.is_ok(),
+            list.names(&to),
+            "{text:?}: {to}: {checked:?}"
+        );
+    }
+}

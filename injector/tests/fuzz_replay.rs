@@ -38,6 +38,11 @@ fn registry_documents_replay_clean() {
 }
 
 #[test]
+fn allow_lists_replay_clean() {
+    replay("injector_allow", 8, injector_bodies::allow);
+}
+
+#[test]
 fn challenges_replay_clean() {
     replay("injector_challenge", 8, injector_bodies::challenge);
 }
