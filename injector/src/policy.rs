@@ -12,6 +12,7 @@ use crate::inject::delivery::Install;
 use crate::inject::{Scope, selectors};
 use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
+use tandem_common::vars;
 
 /// The name of every object printed.
 pub const NAME: &str = "tandem-injector";
@@ -89,10 +90,7 @@ fn mutating(install: &Install) -> Node {
                 .to_string(),
         ),
         ("envs", cel::ENV_NAMES.to_string()),
-        (
-            "meshFree",
-            cel::sets_none(&["TANDEM_MESH", "TANDEM_READY_URLS"]),
-        ),
+        ("meshFree", cel::sets_none(&[vars::MESH, vars::READY_URLS])),
         ("severalFree", cel::sets_none(&cel::SEVERAL)),
         ("mesh", cel::mesh()),
         ("ready", cel::ready()),

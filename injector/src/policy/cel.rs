@@ -130,11 +130,11 @@ pub fn ready() -> String {
 /// Sidecar `s`'s readiness URL for job container `c`, with the port its
 /// `port_var` gives when that is a literal port number.
 fn ready_url(s: &Sidecar) -> Option<String> {
-    let url = s.ready?;
+    let ready = s.ready_on(None)?;
     let Some(var) = s.port_var else {
-        return Some(quote(url));
+        return Some(quote(&ready));
     };
-    let (port, path) = sidecars::port_and_path(url);
+    let (port, path) = s.ready.endpoint().map(|e| (e.port, e.path))?;
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
@@ -159,11 +159,7 @@ pub fn sets_none(names: &[&str]) -> String {
 }
 
 /// §9's variables, set together or not at all.
-pub const SEVERAL: [&str; 3] = [
-    "TANDEM_JOB_CONTAINERS",
-    "TANDEM_CONTAINER_NAME",
-    "TANDEM_SHARED_DIR",
-];
+pub use tandem_common::vars::SEVERAL;
 
 #[cfg(test)]
 #[path = "cel_tests.rs"]

@@ -4,11 +4,12 @@
 //! its own at `/-` and a missing list is created as `[]` first: a `value` that
 //! is a list of typed objects makes 1.36.2's API server panic.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::cel::{C, SEVERAL, quote};
-use crate::inject::delivery::Install;
-use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME, TANDEM};
+use crate::inject::delivery::{self, Install};
+use crate::layout::{SHARED_DIR, TANDEM};
+use tandem_common::vars;
 
 /// The JSONPatch that changes the Pod, for `install`'s route.
 pub fn expression(install: &Install) -> String {
@@ -16,18 +17,8 @@ pub fn expression(install: &Install) -> String {
     let op = |path: &str, value: &str| {
         format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
     };
-    let mount = |name: &str, dir: &str, read_only: bool| {
-        let mut m = json!({"name": name, "mountPath": dir});
-        if read_only {
-            m["readOnly"] = json!(true);
-        }
-        object_at("Object.spec.containers.volumeMounts", &m, 3)
-    };
-    let shared_volume = object_at(
-        "Object.spec.volumes",
-        &json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}),
-        3,
-    );
+    let mount = |m: &Value| object_at("Object.spec.containers.volumeMounts", m, 3);
+    let shared_volume = object_at("Object.spec.volumes", &delivery::shared_volume(), 3);
     let mut first = vec![
         format!(
             "(has(object.spec.volumes) ? [] : [{}])",
@@ -64,14 +55,14 @@ pub fn expression(install: &Install) -> String {
             "variables.wrap.map(i, {})",
             op(
                 &format!("{at}volumeMounts/-'"),
-                &mount(BIN_VOLUME, BIN_DIR, true)
+                &mount(&delivery::bin_mount())
             )
         ),
         format!(
             "(variables.several ? variables.wrap.map(i,\n    {}) : [])",
             op(
                 &format!("{at}volumeMounts/-'"),
-                &mount(SHARED_VOLUME, SHARED_DIR, false)
+                &mount(&delivery::shared_mount())
             )
         ),
     ]);
@@ -91,15 +82,15 @@ pub fn expression(install: &Install) -> String {
         )
     };
     let values = [
-        ("TANDEM_MESH", "variables.mesh.join(',')".to_string()),
-        ("TANDEM_READY_URLS", "variables.ready[i]".to_string()),
+        (vars::MESH, "variables.mesh.join(',')".to_string()),
+        (vars::READY_URLS, "variables.ready[i]".to_string()),
         (several[0], "variables.names.join(',')".into()),
         (several[1], format!("{C}[i].name")),
         (several[2], quote(SHARED_DIR)),
     ];
     let cond_of = |name: &str| match name {
-        "TANDEM_MESH" => &conds[0],
-        "TANDEM_READY_URLS" => &conds[1],
+        vars::MESH => &conds[0],
+        vars::READY_URLS => &conds[1],
         _ => &conds[2],
     };
     let mut env = vec![format!(
