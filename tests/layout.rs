@@ -2,8 +2,9 @@
 //! the files of `src/`, between those of `injector/src` and between those of
 //! `common/src`, points one way (no circle, a module and its own files
 //! included), `tandem-common` depends on nothing, and neither a phase nor the
-//! log reaches up into `cli` or `config`. Test files (`tests.rs`, `*_tests.rs`)
-//! are not modules of the program and are left out.
+//! log reaches up into `cli` or `config`. Test files (`tests.rs`, `*_tests.rs`,
+//! the files of a `tests` module's folder) are not modules of the program and
+//! are left out.
 //!
 //! An import is a `crate::…` or `super::…` path, or a child module's name
 //! followed by `::`, outside comments and the `#[cfg(test)]` part; it leads to
@@ -167,8 +168,10 @@ fn read_dir(root: &Path, dir: &Path, texts: &mut BTreeMap<Module, String>) {
         let Some(module) = relative.strip_suffix(".rs") else {
             continue;
         };
-        let test_file =
-            module == "tests" || module.ends_with("/tests") || module.ends_with("_tests");
+        let test_file = module == "tests"
+            || module.ends_with("/tests")
+            || module.ends_with("_tests")
+            || module.contains("tests/");
         let module = match module {
             _ if test_file => continue,
             "main" => continue,
