@@ -371,15 +371,38 @@ injector-pods: envoy injector-test
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review
 
+## e2e-audit: audit before enabling (SPEC §10.8) in a real API server on loopback
+## (injector/scripts/e2e_audit.py): a Job labelled audit and an unlabelled Job in a
+## namespace labelled audit are stored unchanged but for the annotation; then
+## `tandem-injector audit` over `kubectl get pods -A -o json` after their statuses
+## are written (one stuck on istio-proxy), and its exits 65 and 64. Opt-in, with the
+## same KUBE_APISERVER, ETCD and (for real Jobs) KUBE_CONTROLLER_MANAGER, and kubectl.
+.PHONY: e2e-audit
+e2e-audit:
+	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
+		echo "e2e-audit: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver and an etcd binary (make e2e-audit KUBE_APISERVER=/path ETCD=/path)" >&2; \
+		exit 2; fi
+	$(CARGO) build --locked -p tandem-injector
+	python3 injector/scripts/e2e_audit.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/debug/tandem-injector target/tmp/e2e-audit \
+		$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER)))
+
 ## e2e-apiserver: the injector and its admission policy in a real Kubernetes API
 ## server on loopback (injector/scripts/e2e_apiserver.py): the HTTPS tests' Pods,
 ## created through the webhook and through the policy (emptydir and image-volume),
 ## must come out identical; the warning policy must warn on an opted-in Job with a
 ## container without command; reviews after the webhook's connection sat idle are
-## answered. Opt-in, not part of `make test`: it needs a kube-apiserver 1.36+ and
-## an etcd you provide, e.g. `make e2e-apiserver KUBE_APISERVER=/path ETCD=/path`.
-## E2E_IDLE lists the idle waits in seconds (default 9.9 10 10.1 95). With
-## KUBE_CONTROLLER_MANAGER=/path too, real Jobs make the Pods as well.
+## answered. The webhook's cases run on the API server emulating each of
+## E2E_VERSIONS (default 1.33 1.34 1.35 1.36, `--emulated-version`), everything
+## on the last. Then what each route adds to a Pod create, against its floor (no
+## admission; a webhook call that changes nothing; a one-operation policy):
+## medians of E2E_COST_CREATES (600) dry-run creates a route, one at a time, with
+## the API server's own histograms (injector/scripts/admission_cost.py; goal: each
+## route within 1.5x its floor). Opt-in, not part of `make test`: it needs a
+## kube-apiserver 1.36+ and an etcd you provide, e.g. `make e2e-apiserver
+## KUBE_APISERVER=/path ETCD=/path`. E2E_IDLE lists the idle waits in seconds
+## (default 9.9 10 10.1 95). With KUBE_CONTROLLER_MANAGER=/path too, real Jobs
+## make the Pods as well.
 .PHONY: e2e-apiserver
 KUBE_APISERVER ?=
 ETCD ?=
@@ -395,7 +418,7 @@ e2e-apiserver:
 		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
 		exit 2; fi
 	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
-	$(CARGO) build --locked -p tandem-injector
+	$(CARGO) build --release --locked -p tandem-injector
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
-		target/debug/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
+		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)

@@ -156,3 +156,50 @@ pub fn challenge(data: &[u8]) {
         }
     }
 }
+
+/// Any bytes as the input of `tandem-injector audit`: a List of Pods read, or
+/// one line saying why not. A List's audit lists each stuck Pod among the
+/// Job's Pods, with a sidecar; the table is free of control characters; the
+/// JSON reads back with the same entries.
+pub fn audit_list(data: &[u8]) {
+    use tandem_injector::audit::{self, list, render};
+    let pods = match list::pods(data) {
+        Ok(pods) => pods,
+        Err(line) => {
+            assert!(!line.is_empty() && !line.contains('\n'), "{line:?}");
+            return;
+        }
+    };
+    let found = audit::audit(&pods);
+    assert!(found.injection.len() <= pods.len());
+    for s in &found.stuck {
+        assert!(!s.sidecars.is_empty(), "{s:?}");
+        assert!(
+            found
+                .injection
+                .iter()
+                .any(|i| (&i.namespace, &i.pod, &i.job) == (&s.namespace, &s.pod, &s.job)),
+            "a stuck Pod is a Job's: {s:?}"
+        );
+    }
+    for i in &found.injection {
+        assert!(
+            !i.would.is_empty() && !i.would.chars().any(char::is_control),
+            "{i:?}"
+        );
+    }
+    let table = render::table(&found);
+    assert!(
+        !table.chars().any(|c| c.is_control() && c != '\n'),
+        "{table:?}"
+    );
+    let json: Value = serde_json::from_str(&render::json(&found)).expect("the JSON reads back");
+    let stuck = json["stuck"].as_array().expect("stuck is a list");
+    let injection = json["injection"].as_array().expect("injection is a list");
+    assert_eq!(stuck.len(), found.stuck.len());
+    assert_eq!(injection.len(), found.injection.len());
+    for (read, i) in injection.iter().zip(&found.injection) {
+        assert_eq!(read["pod"], i.pod.as_str());
+        assert_eq!(read["would"], i.would.as_str());
+    }
+}

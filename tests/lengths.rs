@@ -1,8 +1,8 @@
 //! The size rules of the project's standards, read from the sources of the
-//! wrapper, the injector and tandem-common: no production function over 60
+//! wrapper, tandem-common and the injector: no production function over 60
 //! lines (its signature to its closing brace), no test file over 700 lines. A
-//! few files owned by reworks under way are listed as exceptions to the
-//! function limit; each rework removes its own.
+//! few files owned by reworks under way are listed as exceptions; each rework
+//! removes its own.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,13 +10,9 @@ use std::path::{Path, PathBuf};
 const MAX_FUNCTION: usize = 60;
 const MAX_TEST_FILE: usize = 700;
 
-/// Not held to the function limit yet: the registry's and the policy's
-/// reworks split their long functions and remove these.
-const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &[
-    "injector/src/registry/",
-    "injector/src/policy/",
-    "injector/src/policy.rs",
-];
+/// Not held to the function limit yet: the registry's rework splits its
+/// long functions and removes this.
+const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &["injector/src/registry/"];
 
 #[test]
 fn no_production_function_is_over_60_lines() {
@@ -57,7 +53,7 @@ fn no_test_file_is_over_700_lines() {
     assert!(files.len() > 100, "{} files read", files.len());
     for file in files {
         let name = relative(&file);
-        let test_file = is_test_file(&name) || name.contains("tests/");
+        let test_file = is_test_file(&name) || name.starts_with("tests/");
         if !test_file {
             continue;
         }
@@ -134,9 +130,7 @@ fn fn_name(code: &str) -> Option<String> {
     (end > 0).then(|| rest[..end].to_string())
 }
 
-/// Whether `name` (relative to the workspace) holds only tests: a `tests.rs`,
-/// a `*_tests.rs`, or a file of a `tests` module's own folder
-/// (`src/config/tests/kinds.rs`).
+/// Whether `name` (relative to the workspace) holds only tests.
 fn is_test_file(name: &str) -> bool {
     name.ends_with("/tests.rs") || name.ends_with("_tests.rs") || name.contains("/tests/")
 }

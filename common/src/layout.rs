@@ -7,6 +7,8 @@
 pub const LABEL: &str = "tandem.dev/inject";
 /// The label's value that opts in.
 pub const ENABLED: &str = "enabled";
+/// The label's value that asks only for the annotation: what would be done.
+pub const AUDIT: &str = "audit";
 /// The init container that installs tandem; it (or the image volume) marks a changed Pod.
 pub const INSTALL_CONTAINER: &str = "tandem-install";
 /// The volume that carries the binary: an `emptyDir` the init container

@@ -22,9 +22,10 @@ use delivery::Install;
 pub use entrypoint::Images;
 use report::Report;
 
+pub use pod::is_job;
 use pod::{changed_earlier, containers, known};
-pub use scope::Scope;
 use scope::select;
+pub use scope::{Opted, Scope, job};
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]
@@ -58,12 +59,21 @@ pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
 
 /// [`plan`], with what `images` says of the job containers without `command`.
 pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Images) -> Plan {
-    let (pod, name) = match select(request, scope) {
-        Ok(found) => found,
-        Err(why) => return Plan::unchanged(why),
-    };
-    let (mut patch, report) =
+    match select(request, scope) {
+        Ok((pod, name, opted)) => plan_pod(pod, &name, opted, install, images),
+        Err(why) => Plan::unchanged(why),
+    }
+}
+
+/// The plan for `pod`, a Job's Pod that `opted` in (named `name` in the log):
+/// under audit, the same decisions with nothing but the annotation applied.
+pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images: &Images) -> Plan {
+    let (mut patch, mut report) =
         change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    report.audit = opted == Opted::Audit;
+    if report.audit {
+        patch.clear();
+    }
     patch.extend(report.annotate(&pod["metadata"]));
     Plan {
         patch,
@@ -77,9 +87,14 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
 /// Pod `request` would change, with their images: what must be looked up in
 /// a registry before [`plan_with`]. Empty for every other request.
 pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
-    let Ok((pod, _)) = select(request, scope) else {
-        return Vec::new();
-    };
+    match select(request, scope) {
+        Ok((pod, _, _)) => wanted_in(pod),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`wanted`] for a Job's Pod already selected.
+pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
     };

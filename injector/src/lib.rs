@@ -16,6 +16,7 @@
 //! | `duration` | Go's durations: `tandem-common`'s, as the wrapper reads them |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `say` | stderr lines (`say!`) |
+//! | `audit` | `tandem-injector audit`: a List of Pods in, the stuck ones and what injection would do out (`audit/`: list, stuck, would, render, command) |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
 //! | `webhook` | the webhook's configuration (`webhook`) |
 //! | `yaml` | the YAML those are printed as |
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod audit;
 pub mod cli;
 pub use tandem_common::duration;
 pub mod inject;

@@ -1,5 +1,6 @@
 //! tandem-injector's story: read the command line, load the certificate, listen,
-//! arm SIGTERM, serve until it comes, exit 0 (SPEC §10); or print the policies.
+//! arm SIGTERM, serve until it comes, exit 0 (SPEC §10); or print the policies,
+//! or audit a List of Pods.
 
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use tandem_injector::cli::{self, EX_USAGE, Task};
 use tandem_injector::registry::{self, Client, Registry};
 use tandem_injector::server::{self, tls};
-use tandem_injector::{policy, say, webhook};
+use tandem_injector::{audit, policy, say, webhook};
 
 /// sysexits' EX_OSERR: the port cannot be bound, the signal not armed.
 const EX_OSERR: u8 = 71;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
             print!("{}", webhook::render(mode));
             return ExitCode::SUCCESS;
         }
+        Ok(Task::Audit(args)) => return audit::command::run(&args),
         Ok(Task::Help) => {
             print!("{}", cli::help());
             return ExitCode::SUCCESS;

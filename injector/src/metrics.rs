@@ -23,7 +23,8 @@ struct Family {
 const FAMILIES: &[Family] = &[
     Family {
         name: "tandem_injector_reviews_total",
-        help: "Reviews answered, by outcome: changed (answered with a patch) or unchanged.",
+        help: "Reviews answered, by outcome: changed (answered with a patch), unchanged, \
+               or audited (tandem.dev/inject: audit: only the annotation).",
         label: "outcome",
     },
     Family {
@@ -63,6 +64,7 @@ macro_rules! counters {
 counters! {
     ReviewChanged = "tandem_injector_reviews_total" "changed",
     ReviewUnchanged = "tandem_injector_reviews_total" "unchanged",
+    ReviewAudited = "tandem_injector_reviews_total" "audited",
     WrappedSpec = "tandem_injector_containers_wrapped_total" "spec",
     WrappedEarlier = "tandem_injector_containers_wrapped_total" "earlier",
     WrappedRegistry = "tandem_injector_containers_wrapped_total" "registry",

@@ -41,3 +41,8 @@ fn registry_documents_replay_clean() {
 fn challenges_replay_clean() {
     replay("injector_challenge", 8, injector_bodies::challenge);
 }
+
+#[test]
+fn audit_lists_replay_clean() {
+    replay("injector_audit", 8, injector_bodies::audit_list);
+}

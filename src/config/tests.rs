@@ -1,20 +1,92 @@
 //! Unit tests of `config::build` and its helpers: every SPEC §2 rule, table-driven.
-//! The fixtures they share are in `support`; the presets and sidecar URLs, bad
-//! input and several job containers have files of their own.
 
 use super::*;
 use crate::cli::peers;
 use crate::settings::{Check, JobContainers, PkillFallback};
 use crate::value::url::{self, HttpUrl};
 use std::collections::HashMap;
-use support::*;
 
-mod bad_input;
-mod endpoints;
-mod job_containers;
+mod bad_values;
 mod kinds;
 mod on_exit;
-mod support;
+mod presets;
+mod random_and_jobs;
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// A fake environment: variable names and values.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+/// Builds a `Config` from a command line (no program name) and a fake environment.
+fn build_from(args: &str, env: Env) -> Result<Config, Error> {
+    let cli = crate::cli::parse(args.split_whitespace().map(OsString::from))
+        .unwrap_or_else(|e| panic!("{args:?} does not parse: {e}"));
+    let vars: HashMap<String, OsString> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), OsString::from(v)))
+        .collect();
+    build(&cli, &|name| vars.get(name).cloned())
+}
+
+/// Every variable tandem reads, from the option table.
+fn all_variables() -> Vec<&'static str> {
+    options::OPTIONS
+        .iter()
+        .flat_map(|spec| spec.vars.iter().copied())
+        .chain([peers::ALWAYS_KILL_ENVOY])
+        .collect()
+}
+
+fn config(args: &str, env: Env) -> Config {
+    build_from(args, env).unwrap_or_else(|e| panic!("{args:?} {env:?}: {e}"))
+}
+
+fn usage_error(args: &str, env: Env) -> String {
+    match build_from(args, env) {
+        Err(Error::Usage(msg)) => msg,
+        other => panic!("{args:?} {env:?}: expected a usage error, got {other:?}"),
+    }
+}
+
+fn url(s: &str) -> HttpUrl {
+    HttpUrl::parse(s).unwrap()
+}
+
+fn defaults() -> Config {
+    Config {
+        ready: ReadyConfig {
+            checks: vec![],
+            wait: true,
+            wait_timeout: None,
+            fail_timeout: None,
+            fail_timeout_setting: "--fail-timeout/QUIT_WITHOUT_ENVOY_TIMEOUT",
+            poll_max: Duration::from_millis(85),
+        },
+        quit: QuitConfig {
+            timeout: Some(5 * SEC),
+            ..QuitConfig::default()
+        },
+        forward_to: ForwardTo::Child,
+        log_level: LevelFilter::Info,
+        log_format: Format::Text,
+        termination_log: crate::termination_message::Target::Kubernetes,
+        warnings: vec![],
+        disabled_by: None,
+        on_exit: None,
+    }
+}
+
+/// One variable (or option) and the one change it makes to the defaults.
+type Effect = fn(&mut Config);
+
+const ADMIN: &str = "http://127.0.0.1:15000";
+const ISTIO_READY: &str = "http://127.0.0.1:15021/healthz/ready";
+const ISTIO_QUIT: &str = "http://127.0.0.1:15020";
+const ENVOY_ADMIN: &str = "http://127.0.0.1:9901";
+const LINKERD_READY: &str = "http://127.0.0.1:4191/ready";
+const LINKERD_QUIT: &str = "http://127.0.0.1:4191/shutdown";
+const CLOUDSQL_READY: &str = "http://127.0.0.1:9090/startup";
+const CLOUDSQL_QUIT: &str = "http://127.0.0.1:9091/quitquitquit";
 
 #[test]
 fn nothing_set_gives_the_defaults() {
@@ -408,20 +480,5 @@ fn log_format_is_text_or_json() {
     for (value, expected) in cases {
         let c = config("", &[("TANDEM_LOG_FORMAT", value)]);
         assert_eq!(c.log_format, *expected, "{value:?}");
-    }
-}
-
-#[test]
-fn forward_to_is_child_or_group() {
-    let cases: &[(&str, Env, ForwardTo)] = &[
-        ("", &[], ForwardTo::Child),
-        ("", &[("TANDEM_FORWARD_TO", "child")], ForwardTo::Child),
-        ("", &[("TANDEM_FORWARD_TO", "group")], ForwardTo::Group),
-        ("", &[("TANDEM_FORWARD_TO", "GROUP")], ForwardTo::Group),
-        ("--forward-to group", &[], ForwardTo::Group),
-        ("--forward-to child", &[], ForwardTo::Child),
-    ];
-    for (args, env, expected) in cases {
-        assert_eq!(config(args, env).forward_to, *expected, "{args} {env:?}");
     }
 }

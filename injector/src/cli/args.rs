@@ -40,6 +40,11 @@ pub(super) fn read(
                 Some(named) => command = Some(named),
                 None => return Err(format!("{} (see --help)", arg.unexpected())),
             },
+            lexopt::Arg::Value(word)
+                if command.is_some_and(Command::takes_file) && given.input.is_none() =>
+            {
+                given.input = Some(word);
+            }
             other => return Err(format!("{} (see --help)", other.unexpected())),
         }
     }

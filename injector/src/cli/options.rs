@@ -14,12 +14,22 @@ pub enum Command {
     Policy,
     /// `webhook`: print the webhook's configuration.
     Webhook,
+    /// `audit [FILE|-]`: read a List of Pods, print what injection would do.
+    Audit,
 }
 
 impl Command {
     /// The commands named by a word, with that word.
-    pub const NAMED: [(&'static str, Command); 2] =
-        [("policy", Command::Policy), ("webhook", Command::Webhook)];
+    pub const NAMED: [(&'static str, Command); 3] = [
+        ("policy", Command::Policy),
+        ("webhook", Command::Webhook),
+        ("audit", Command::Audit),
+    ];
+
+    /// Whether it takes one free word after its own (`audit`'s FILE).
+    pub fn takes_file(self) -> bool {
+        self == Command::Audit
+    }
 
     /// Its word on the command line, for the error lines.
     pub fn word(self) -> &'static str {
@@ -27,6 +37,7 @@ impl Command {
             Command::Serve => "the server",
             Command::Policy => "policy",
             Command::Webhook => "webhook",
+            Command::Audit => "audit",
         }
     }
 }
@@ -54,6 +65,9 @@ pub struct Given {
     pub drain: Option<Setting>,
     pub registry_auth: Option<Setting>,
     pub registry_ca: Option<Setting>,
+    pub output: Option<Setting>,
+    /// `audit`'s FILE: the free word after the command's.
+    pub input: Option<OsString>,
 }
 
 /// One option: its flag, its variable, its value's name, its help line, the
@@ -140,8 +154,16 @@ pub(super) const REGISTRY_CA: Opt = Opt {
     commands: SERVE,
     field: |g| &mut g.registry_ca,
 };
+pub(super) const OUTPUT: Opt = Opt {
+    flag: "--output",
+    var: "TANDEM_INJECTOR_AUDIT_OUTPUT",
+    value: "FORMAT",
+    help: "audit's report: table (80 columns; default) or json",
+    commands: &[Command::Audit],
+    field: |g| &mut g.output,
+};
 /// Every option, in the order `--help` lists them.
-pub(super) const OPTIONS: [&Opt; 8] = [
+pub(super) const OPTIONS: [&Opt; 9] = [
     &LISTEN,
     &CERT,
     &KEY,
@@ -150,4 +172,5 @@ pub(super) const OPTIONS: [&Opt; 8] = [
     &DRAIN,
     &REGISTRY_AUTH,
     &REGISTRY_CA,
+    &OUTPUT,
 ];

@@ -48,7 +48,7 @@ impl Container<'_> {
 
     /// A job container: not one of the sidecars tandem knows.
     pub fn is_job(&self) -> bool {
-        sidecars::by_container(self.name).is_none()
+        is_job(self.name)
     }
 }
 
@@ -116,4 +116,10 @@ pub(super) fn known(
         .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
         .map(|(_, s)| s)
         .collect()
+}
+
+/// Whether the container named `name` is a job container: not one of the
+/// sidecars tandem knows.
+pub fn is_job(name: &str) -> bool {
+    sidecars::by_container(name).is_none()
 }

@@ -26,6 +26,9 @@ pub enum Found {
     Registry,
     /// No `command`: the entrypoint its `tandem.dev/entrypoint.NAME` annotation gives.
     Annotation,
+    /// No `command`, and its image not looked up (`tandem-injector audit`
+    /// makes no network call): wrapped when its registry answers.
+    Lookup,
 }
 
 impl Found {
@@ -35,6 +38,7 @@ impl Found {
             Found::Earlier => "by an earlier review",
             Found::Registry => "entrypoint from the registry",
             Found::Annotation => "entrypoint from its annotation",
+            Found::Lookup => "needs its image's entrypoint",
         }
     }
 
@@ -44,6 +48,8 @@ impl Found {
             Found::Earlier => Counter::WrappedEarlier,
             Found::Registry => Counter::WrappedRegistry,
             Found::Annotation => Counter::WrappedAnnotation,
+            // Never counted: only `tandem-injector audit` leaves a lookup undone.
+            Found::Lookup => Counter::WrappedRegistry,
         }
     }
 }
@@ -134,6 +140,9 @@ pub struct Report {
     pub problem: Option<String>,
     /// The Pod was injected by an earlier review (a reinvocation).
     pub earlier: bool,
+    /// Audit (`tandem.dev/inject: audit`): nothing was changed; the line says
+    /// what would have been, starting `audit: `, and no warning goes out.
+    pub audit: bool,
 }
 
 impl Report {
@@ -148,7 +157,12 @@ impl Report {
     /// The one line: the annotation's value and the log's. Control characters
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
-        say::escape(&self.words())
+        let words = self.words();
+        say::escape(&if self.audit {
+            format!("audit: {words}")
+        } else {
+            words
+        })
     }
 
     fn words(&self) -> String {
@@ -199,6 +213,9 @@ impl Report {
     /// The admission warnings: one per container left unwrapped on the first
     /// review (a reinvocation repeats none).
     pub fn warnings(&self) -> Vec<String> {
+        if self.audit {
+            return Vec::new();
+        }
         if let Some(problem) = &self.problem {
             return vec![format!("tandem-injector: Pod not injected: {problem}")];
         }
@@ -234,8 +251,12 @@ impl Report {
         }
     }
 
-    /// Counts its containers in the metrics.
+    /// Counts its containers in the metrics (an audit's are not: none was
+    /// wrapped or skipped).
     pub fn count(&self) {
+        if self.audit {
+            return;
+        }
         for (_, fate) in &self.containers {
             metrics::count(match fate {
                 Fate::Wrapped(found, _) => found.counter(),

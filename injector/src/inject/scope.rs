@@ -1,9 +1,9 @@
 //! Which reviews the injector changes (SPEC §10): a Pod CREATE, opted in by
-//! its label or its namespace's, and owned by a Job.
+//! its label or its namespace's (or put under audit), and owned by a Job.
 
 use serde_json::Value;
 
-use crate::layout::{ENABLED, LABEL};
+use crate::layout::{AUDIT, ENABLED, LABEL};
 
 /// Which route the review came through: it says who opted the Pod in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,17 +13,21 @@ pub enum Scope {
     /// `/mutate/namespace`: the namespace is labelled; the Pod is injected unless
     /// its own label says otherwise (`tandem.dev/inject: disabled`).
     Namespace,
+    /// `/mutate/namespace/audit`: the namespace is labelled `audit`; the Pod is
+    /// audited unless its own label says otherwise.
+    NamespaceAudit,
 }
 
 impl Scope {
-    /// Both routes, the labelled Pods' first.
-    pub const ALL: [Scope; 2] = [Scope::Label, Scope::Namespace];
+    /// Every route, the labelled Pods' first.
+    pub const ALL: [Scope; 3] = [Scope::Label, Scope::Namespace, Scope::NamespaceAudit];
 
     /// The path the API server posts its reviews to.
     pub fn path(self) -> &'static str {
         match self {
             Scope::Label => "/mutate",
             Scope::Namespace => "/mutate/namespace",
+            Scope::NamespaceAudit => "/mutate/namespace/audit",
         }
     }
 
@@ -37,12 +41,24 @@ impl Scope {
         match self {
             Scope::Label => "pods",
             Scope::Namespace => "namespaces",
+            Scope::NamespaceAudit => "audit.namespaces",
         }
     }
 }
 
-/// The Pod of an opted-in Job's CREATE, and a name for the log; else why not.
-pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String), String> {
+/// What the Pod opted into: the change, or only the annotation saying what
+/// the change would be (`tandem.dev/inject: audit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opted {
+    /// `enabled`: the Pod is changed.
+    Enabled,
+    /// `audit`: the Pod is left as it is but for the annotation.
+    Audit,
+}
+
+/// The Pod of an opted-in Job's CREATE, a name for the log and what it opted
+/// into; else why not. A Pod's own label wins over its namespace's.
+pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String, Opted), String> {
     let kind = &request["kind"];
     if kind["group"] != "" || kind["version"] != "v1" || kind["kind"] != "Pod" {
         return Err(format!("not a Pod ({kind}): allowed unchanged"));
@@ -59,26 +75,26 @@ pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String), 
         _ => format!("pod {namespace}/?"),
     };
     let label = meta["labels"][LABEL].as_str();
-    let opted_in = match scope {
-        Scope::Label => label == Some(ENABLED),
-        Scope::Namespace => label.is_none_or(|v| v == ENABLED),
+    let opted = match (label, scope) {
+        (Some(ENABLED), _) | (None, Scope::Namespace) => Opted::Enabled,
+        (Some(AUDIT), _) | (None, Scope::NamespaceAudit) => Opted::Audit,
+        _ => return Err(format!("{name}: not opted in ({LABEL}: {label:?})")),
     };
-    if !opted_in {
-        return Err(format!("{name}: not opted in ({LABEL}: {label:?})"));
-    }
-    let job = meta["ownerReferences"].as_array().and_then(|owners| {
-        owners.iter().find(|o| {
-            o["kind"] == "Job"
-                && o["apiVersion"]
-                    .as_str()
-                    .is_some_and(|v| v.starts_with("batch/"))
-        })
-    });
-    match job {
-        Some(job) => Ok((
-            pod,
-            format!("{name} (Job {})", job["name"].as_str().unwrap_or("?")),
-        )),
+    match job(meta) {
+        Some(job) => Ok((pod, format!("{name} (Job {job})"), opted)),
         None => Err(format!("{name}: not owned by a Job: allowed unchanged")),
     }
+}
+
+/// The name of the Job that owns the object whose `metadata` this is (directly,
+/// or a CronJob's Job); `None` when no Job does. A nameless owner is `?`.
+pub fn job(metadata: &Value) -> Option<&str> {
+    let owners = metadata["ownerReferences"].as_array()?;
+    let job = owners.iter().find(|o| {
+        o["kind"] == "Job"
+            && o["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("batch/"))
+    })?;
+    Some(job["name"].as_str().unwrap_or("?"))
 }

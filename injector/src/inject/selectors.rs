@@ -6,7 +6,7 @@
 //! the same rule as the server applies it to a review.
 
 use super::scope::Scope;
-use crate::layout::{ENABLED, LABEL};
+use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::yaml::{Node, map, s, strs};
 
 /// The namespace the injector runs in (its Service's, in the webhook's
@@ -29,15 +29,28 @@ pub fn owned_by_a_job() -> Node {
     ])
 }
 
-/// The Pods a route is sent: labelled ones, or (namespace route) those
+/// Who reads a selector: the webhook also annotates the Pods under audit;
+/// the policy changes Pods, so it leaves those alone (SPEC §10.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The webhook's configuration.
+    Webhook,
+    /// The admission policy's bindings.
+    Policy,
+}
+
+/// The Pods a route is sent: labelled ones, or (namespace routes) those
 /// without the label, whose namespace decides.
-pub fn objects(scope: Scope) -> Node {
+pub fn objects(scope: Scope, reader: Reader) -> Node {
     match scope {
+        Scope::Label if reader == Reader::Webhook => {
+            expressions(&[(LABEL, "In", &[ENABLED, AUDIT])])
+        }
         Scope::Label => map([(
             "matchLabels",
             Node::Map(vec![(LABEL.to_string(), s(ENABLED))]),
         )]),
-        Scope::Namespace => expressions(&[(LABEL, "DoesNotExist", &[])]),
+        Scope::Namespace | Scope::NamespaceAudit => expressions(&[(LABEL, "DoesNotExist", &[])]),
     }
 }
 
@@ -48,6 +61,10 @@ pub fn namespaces(scope: Scope) -> Node {
         Scope::Label => not_system(),
         Scope::Namespace => expressions(&[
             (LABEL, "In", &[ENABLED]),
+            ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
+        ]),
+        Scope::NamespaceAudit => expressions(&[
+            (LABEL, "In", &[AUDIT]),
             ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
         ]),
     }

@@ -6,112 +6,130 @@
 
 use serde_json::Value;
 
-use super::cel::{C, SEVERAL, quote};
+use super::cel::{MESH_VARS, SEVERAL, quote, ready};
 use crate::inject::delivery::{self, Install};
 use crate::layout::{SHARED_DIR, TANDEM};
-use tandem_common::vars;
 
-/// The JSONPatch that changes the Pod, for `install`'s route.
+/// The JSONPatch that changes the Pod, for `install`'s route: the install
+/// parts and commands on a Pod not changed yet, then the variables.
 pub fn expression(install: &Install) -> String {
-    let at = "'/spec/containers/' + string(i) + '/";
-    let op = |path: &str, value: &str| {
-        format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
-    };
-    let mount = |m: &Value| object_at("Object.spec.containers.volumeMounts", m, 3);
-    let shared_volume = object_at("Object.spec.volumes", &delivery::shared_volume(), 3);
-    let mut first = vec![
-        format!(
-            "(has(object.spec.volumes) ? [] : [{}])",
-            op("'/spec/volumes'", "[]")
-        ),
-        format!(
-            "[{}]",
-            op(
-                "'/spec/volumes/-'",
-                &object("Object.spec.volumes", &install.volume())
-            )
-        ),
-        format!(
-            "(variables.several ? [{}] : [])",
-            op("'/spec/volumes/-'", &shared_volume)
-        ),
-    ];
-    if let Some(init) = install.init_container() {
-        first.push(init_ops(&init));
-    }
-    first.extend([
-        format!(
-            "variables.wrap.map(i, {})",
-            op(
-                &format!("{at}command'"),
-                &format!("[{}, '--'] + variables.cmds[i]", quote(TANDEM))
-            )
-        ),
-        format!(
-            "variables.wrap.filter(i, !has({C}[i].volumeMounts))\n    .map(i, {})",
-            op(&format!("{at}volumeMounts'"), "[]")
-        ),
-        format!(
-            "variables.wrap.map(i, {})",
-            op(
-                &format!("{at}volumeMounts/-'"),
-                &mount(&delivery::bin_mount())
-            )
-        ),
-        format!(
-            "(variables.several ? variables.wrap.map(i,\n    {}) : [])",
-            op(
-                &format!("{at}volumeMounts/-'"),
-                &mount(&delivery::shared_mount())
-            )
-        ),
-    ]);
-    let several = SEVERAL;
-    let conds = [
-        "variables.meshFree[i] && size(variables.mesh) > 0".to_string(),
-        "variables.meshFree[i] && variables.ready[i] != ''".to_string(),
-        "variables.several && variables.severalFree[i]".to_string(),
-    ];
-    let var = |name: &str, value: &str| {
-        op(
-            &format!("{at}env/-'"),
-            &format!(
-                "Object.spec.containers.env{{name: {},\n        value: {value}}}",
-                quote(name)
-            ),
-        )
-    };
-    let values = [
-        (vars::MESH, "variables.mesh.join(',')".to_string()),
-        (vars::READY_URLS, "variables.ready[i]".to_string()),
-        (several[0], "variables.names.join(',')".into()),
-        (several[1], format!("{C}[i].name")),
-        (several[2], quote(SHARED_DIR)),
-    ];
-    let cond_of = |name: &str| match name {
-        vars::MESH => &conds[0],
-        vars::READY_URLS => &conds[1],
-        _ => &conds[2],
-    };
-    let mut env = vec![format!(
-        "variables.wrap.filter(i, !has({C}[i].env) && (\n    ({}) ||\n    ({}) ||\n    ({})))\n    .map(i, {})",
-        conds[0],
-        conds[1],
-        conds[2],
-        op(&format!("{at}env'"), "[]")
-    )];
-    for (name, value) in &values {
-        env.push(format!(
-            "variables.wrap.filter(i, {})\n    .map(i, {})",
-            cond_of(name),
-            var(name, value)
-        ));
-    }
     format!(
         "size(variables.wrap) == 0 ? [] :\n(variables.injected ? [] :\n  {}\n) +\n{}",
-        first.join(" +\n  "),
-        env.join(" +\n")
+        install_ops(install).join(" +\n  "),
+        env_ops().join(" +\n")
     )
+}
+
+/// One `add` operation.
+fn add(path: &str, value: &str) -> String {
+    format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
+}
+
+/// The operations of a Pod not changed yet: volumes, the install container,
+/// and for each wrapped container (`j`, a record of `variables.wrap`) its
+/// command and mounts.
+fn install_ops(install: &Install) -> Vec<String> {
+    let mount = |m: &Value| object_at("Object.spec.containers.volumeMounts", m, 3);
+    let shared_volume = object_at("Object.spec.volumes", &delivery::shared_volume(), 3);
+    let volume = object("Object.spec.volumes", &install.volume());
+    let mut ops = vec![
+        format!(
+            "(has(object.spec.volumes) ? [] : [{}])",
+            add("'/spec/volumes'", "[]")
+        ),
+        format!("[{}]", add("'/spec/volumes/-'", &volume)),
+        format!(
+            "(variables.several ? [{}] : [])",
+            add("'/spec/volumes/-'", &shared_volume)
+        ),
+    ];
+    ops.extend(install.init_container().map(|init| init_ops(&init)));
+    let command = format!("[{}, '--'] + j.cmd", quote(TANDEM));
+    ops.extend([
+        format!(
+            "variables.wrap.map(j, {})",
+            add("j.at + 'command'", &command)
+        ),
+        format!(
+            "variables.wrap.filter(j, !has(j.c.volumeMounts))\n    .map(j, {})",
+            add("j.at + 'volumeMounts'", "[]")
+        ),
+        format!(
+            "variables.wrap.map(j, {})",
+            add("j.at + 'volumeMounts/-'", &mount(&delivery::bin_mount()))
+        ),
+        format!(
+            "(variables.several ? variables.wrap.map(j,\n    {}) : [])",
+            add("j.at + 'volumeMounts/-'", &mount(&delivery::shared_mount()))
+        ),
+    ]);
+    ops
+}
+
+/// One variable tandem reads, added to the wrapped containers that get it.
+struct EnvVar {
+    name: &'static str,
+    /// The records of `variables.wrap` that get it (a CEL list).
+    to: &'static str,
+    /// Its value for record `j`.
+    value: String,
+}
+
+/// The variables, in the webhook's order: §6's, then §9's.
+fn env_vars() -> [EnvVar; 5] {
+    let mesh = "(variables.mesh == '' ? [] : variables.wrap.filter(j, j.meshFree))";
+    let ready_to = "(size(variables.waited) == 0 ? [] : variables.wrap.filter(j, j.meshFree))";
+    [
+        EnvVar {
+            name: MESH_VARS[0],
+            to: mesh,
+            value: "variables.mesh".into(),
+        },
+        EnvVar {
+            name: MESH_VARS[1],
+            to: ready_to,
+            value: ready("j.c"),
+        },
+        EnvVar {
+            name: SEVERAL[0],
+            to: "variables.sharing",
+            value: "variables.names".into(),
+        },
+        EnvVar {
+            name: SEVERAL[1],
+            to: "variables.sharing",
+            value: "j.c.name".into(),
+        },
+        EnvVar {
+            name: SEVERAL[2],
+            to: "variables.sharing",
+            value: quote(SHARED_DIR),
+        },
+    ]
+}
+
+/// The operations that add the variables: a missing `env` list first, then
+/// each variable to the containers that get it.
+fn env_ops() -> Vec<String> {
+    let mut ops = vec![format!(
+        "variables.wrap.filter(j, !has(j.c.env) && (j.meshFree &&\n    \
+         (variables.mesh != '' || size(variables.waited) > 0) ||\n    \
+         variables.several && j.severalFree))\n    .map(j, {})",
+        add("j.at + 'env'", "[]")
+    )];
+    for var in env_vars() {
+        let value = format!(
+            "Object.spec.containers.env{{name: {},\n        value: {}}}",
+            quote(var.name),
+            var.value
+        );
+        ops.push(format!(
+            "{}\n    .map(j, {})",
+            var.to,
+            add("j.at + 'env/-'", &value)
+        ));
+    }
+    ops
 }
 
 /// The install container's operations: the container alone at `/-`, then its
@@ -122,14 +140,12 @@ fn init_ops(init: &Value) -> String {
         .as_object_mut()
         .and_then(|o| o.remove("volumeMounts"))
         .unwrap_or_default();
-    let at = "'/spec/initContainers/' + string(size(variables.inits)) +\n      '/volumeMounts";
+    let at = "variables.initMounts + '";
     let mut ops = vec![format!(
         "JSONPatch{{op: 'add', path: '/spec/initContainers/-',\n    value: {}}}",
         object("Object.spec.initContainers", &bare)
     )];
-    ops.push(format!(
-        "JSONPatch{{op: 'add',\n    path: {at}',\n    value: []}}"
-    ));
+    ops.push("JSONPatch{op: 'add',\n    path: variables.initMounts,\n    value: []}".to_string());
     for m in mounts.as_array().into_iter().flatten() {
         ops.push(format!(
             "JSONPatch{{op: 'add',\n    path: {at}/-',\n    value: {}}}",

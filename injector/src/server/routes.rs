@@ -1,5 +1,5 @@
-//! What each path answers: `POST /mutate` and `/mutate/namespace` (a review,
-//! logged and counted), `GET /healthz` (503 while draining) and `GET /metrics`;
+//! What each path answers: `POST /mutate`, `/mutate/namespace` and
+//! `/mutate/namespace/audit` (a review, logged and counted), `GET /healthz` (503 while draining) and `GET /metrics`;
 //! anything else is a 404 or 405 with a one-line reason.
 
 use std::net::SocketAddr;
@@ -42,8 +42,8 @@ pub fn answer(
         }
         (_, Some(scope)) => review(request, install, scope, registry, peer),
         (_, None) => {
-            let text = "tandem-injector: no such path: POST /mutate or /mutate/namespace, \
-                        GET /healthz or /metrics\n";
+            let text = "tandem-injector: no such path: POST /mutate, /mutate/namespace or \
+                        /mutate/namespace/audit, GET /healthz or /metrics\n";
             (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec())
         }
     }
@@ -71,10 +71,10 @@ fn review(
     match admission::answer_looking(&request.body, install, scope, registry, deadline) {
         Ok(answer) => {
             say!("{}", answer.summary);
-            metrics::count(if answer.changed {
-                Counter::ReviewChanged
-            } else {
-                Counter::ReviewUnchanged
+            metrics::count(match &answer.report {
+                Some(report) if report.audit => Counter::ReviewAudited,
+                _ if answer.changed => Counter::ReviewChanged,
+                _ => Counter::ReviewUnchanged,
             });
             if let Some(report) = &answer.report {
                 report.count();

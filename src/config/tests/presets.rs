@@ -1,5 +1,5 @@
-//! The sidecar URLs in the configuration (SPEC §2, §6): the generic quit list,
-//! list options, and what each `--mesh` preset adds unless set explicitly.
+//! The endpoint lists and the presets (SPEC §2 "Lists", §6): how variables,
+//! options and `--mesh` add to the lists, and which settings win.
 
 use super::*;
 
