@@ -318,8 +318,10 @@ soak:
 ## write the Pods they patched to $(INJECTOR_PATCHED) (and as sent, to ../original).
 ## injector-manifests: injector/deploy/ and the patched Pods validate strictly for
 ## Kubernetes 1.29, 1.33 and 1.36; cert-manager's resources against our schema;
-## Pod Security "restricted"; self-signed.sh's certificate served and verified
-## (injector/scripts/manifests.sh, with the pinned linters of lint-tools).
+## Pod Security "restricted"; self-signed.sh's certificate served and verified;
+## deploy/policy/ and the webhook part of deploy/tandem-injector.yaml are what
+## `policy` and `webhook` print (injector/scripts/manifests.sh, with the pinned
+## linters of lint-tools).
 ## injector-pods: the patched Pods run under podman with the real Envoy and
 ## complete with the job's status (injector/scripts/pods.py, on the images of
 ## $(PODS_HARNESS)), one of them a job container without command whose image the

@@ -19,8 +19,10 @@ mod idle;
 mod init;
 /// The readiness kinds beside HTTP: tcp://, unix://, file:// against real ones (SPEC §3).
 mod kinds;
-/// ARCHITECTURE.md's layout: imports in src/ point one way, phases never reach up.
+/// ARCHITECTURE.md's layout: imports in src/ and injector/src point one way, phases never reach up.
 mod layout;
+/// The standards' sizes: functions ≤ 60 lines, test files ≤ 700, in both crates.
+mod lengths;
 /// Silence without sidecars, failed quits as errors, quoted values, ureq at debug (SPEC §8).
 mod levels;
 /// Exit codes, stdio, modes, install, basic relay (SPEC §1, §4, §7).

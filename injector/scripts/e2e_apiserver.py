@@ -69,7 +69,7 @@ UNTOUCHED = ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"
 
 def cases(original):
     """(name, namespace, Pod) of every case: the HTTPS tests' Pods (ORIGINAL/),
-    then the unit tests' other shapes (injector/src/inject_tests.rs) made from them."""
+    then the unit tests' other shapes (injector/src/inject/tests.rs, unchanged_tests.rs) made from them."""
     pods = {p.stem: json.loads(p.read_text()) for p in sorted(Path(original).glob("*.json"))}
     if not {"plain", "istio-classic", "no-command"} <= pods.keys():
         raise k8s.Failed(f"{original}: no plain, istio-classic or no-command.json "

@@ -18,7 +18,8 @@
 #     the image-volume route (PATCHED-image-volume) for Kubernetes 1.35 and 1.36;
 #   - what `tandem-injector policy` prints, for both routes, passes yamllint and
 #     validates strictly for Kubernetes 1.36 and 1.37, and deploy/policy/ holds
-#     what it prints for the published image.
+#     what it prints for the published image;
+#   - deploy/tandem-injector.yaml ends with what `tandem-injector webhook` prints.
 # Each check first shows it can fail (self-tests).
 #
 # Usage: manifests.sh LINT_BIN INJECTOR PATCHED
@@ -157,6 +158,21 @@ done
 cmp -s "$out/policy-emptydir.yaml" deploy/policy/tandem-injector.yaml \
   || fail "deploy/policy/tandem-injector.yaml is not what \`tandem-injector policy --image ghcr.io/tandem-sidecar/tandem:0.1.0\` prints: run it again"
 echo "injector-manifests: the printed policies validate strictly for Kubernetes 1.36 1.37; deploy/policy/ is current"
+
+# The webhook's configuration: deploy/tandem-injector.yaml ends with what
+# `tandem-injector webhook` prints (validated above as part of that file).
+"$injector" webhook >"$out/webhook.yaml"
+ends_with_webhook() {
+  tail -c "$(wc -c <"$2")" "$1" | cmp -s - "$2"
+}
+sed 's/timeoutSeconds: 5/timeoutSeconds: 6/' "$out/webhook.yaml" >"$out/selftest/webhook.yaml"
+ends_with_webhook deploy/tandem-injector.yaml "$out/selftest/webhook.yaml" \
+  && fail "self-test: a changed webhook configuration passed as the shipped one"
+ends_with_webhook deploy/tandem-injector.yaml "$out/webhook.yaml" \
+  || fail "deploy/tandem-injector.yaml does not end with what \`tandem-injector webhook\` prints: replace its webhook part"
+"$injector" webhook --install image-volume >"$out/webhook-image-volume.yaml"
+"$bin/yamllint" --strict --config-file "$root/.yamllint" "$out/webhook-image-volume.yaml" || fail "webhook --install image-volume: yamllint (above)"
+echo "injector-manifests: deploy/tandem-injector.yaml ends with what \`tandem-injector webhook\` prints"
 
 mapfile -t volume_pods < <(find "$patched-image-volume" -name '*.json' | sort)
 [ "${#volume_pods[@]}" -gt 0 ] || fail "no image-volume Pods in $patched-image-volume (make injector-test writes them)"

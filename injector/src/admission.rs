@@ -9,10 +9,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
+use crate::inject::delivery::Install;
+use crate::inject::report::Report;
 use crate::inject::{self, Images, Plan, Scope};
-use crate::install::Install;
 use crate::registry::Registry;
-use crate::report::Report;
 
 /// The one API version the injector speaks (the webhook asks for it alone).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -116,16 +116,11 @@ fn answer_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inject::delivery::Mode;
+    use crate::tests::install;
 
     fn decode(answer: &Answer) -> Value {
         serde_json::from_slice(&answer.body).unwrap()
-    }
-
-    fn img() -> Install {
-        Install {
-            image: "img".into(),
-            mode: crate::install::Mode::EmptyDir,
-        }
     }
 
     #[test]
@@ -145,7 +140,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let err = answer(body, &img(), Scope::Label).unwrap_err();
+            let err = answer(body, &install(Mode::EmptyDir), Scope::Label).unwrap_err();
             assert!(
                 err.contains(expected),
                 "{:?}: {err}",
@@ -158,7 +153,7 @@ mod tests {
     fn a_review_that_changes_nothing_is_allowed_with_its_uid_and_no_patch() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
             "request":{"uid":"abc","kind":{"group":"","version":"v1","kind":"Secret"},"operation":"CREATE"}}"#;
-        let out = decode(&answer(body, &img(), Scope::Label).unwrap());
+        let out = decode(&answer(body, &install(Mode::EmptyDir), Scope::Label).unwrap());
         assert_eq!(out["apiVersion"], API_VERSION);
         assert_eq!(out["kind"], "AdmissionReview");
         assert_eq!(out["response"], json!({"uid": "abc", "allowed": true}));

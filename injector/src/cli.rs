@@ -1,24 +1,33 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each with its variable (the option wins),
-//! the `policy` command with `--image` and `--install` alone, and the `audit`
-//! command (its own arguments: `audit::command`), validated
-//! before anything is opened; a bad or missing value is one line naming the
-//! option or variable, the value and what is expected (exit 64, as the wrapper).
-//! Two variables left out of `--help` shorten the connection limits for tests.
+//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each
+//! with its variable (the option wins); the `policy` command with `--image` and
+//! `--install`, `webhook` with `--install`, and `audit` with `--output` and a
+//! FILE. `args` is the one lexopt loop,
+//! filling the named fields of the `options` table's rows (each row names the
+//! commands that take it); the values are checked here, before anything is
+//! opened (`values`); a bad or missing value is one line naming the option or
+//! variable, the value and what is expected (exit 64, as the wrapper). `help`
+//! renders `--help`. Two variables left out of `--help` shorten the connection
+//! limits for tests.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::install::{Install, Mode};
+use crate::audit::command as audit;
+use crate::inject::delivery::{Install, Mode};
 use crate::registry::{self, Credentials};
 use crate::server::Limits;
-use crate::tls::Files;
+use crate::server::tls::Files;
 
+mod args;
+mod help;
 mod options;
 mod values;
 
-use options::{CERT, IMAGE, KEY, OPTIONS, POLICY_OPTIONS};
+use args::Read;
+pub use help::{HELP_WIDTH, help};
+use options::{CERT, Command, Given, IMAGE, KEY, Setting};
 use values::{missing, parse_duration, parse_image, parse_listen, parse_mode};
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -51,7 +60,9 @@ pub enum Task {
     /// Print the admission policies for this image and route (`policy`).
     Policy(Install),
     /// Audit a List of Pods (`audit`).
-    Audit(crate::audit::command::Args),
+    Audit(audit::Args),
+    /// Print the webhook's configuration for this route (`webhook`).
+    Webhook(Mode),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -63,118 +74,70 @@ pub const IDLE_VAR: &str = "TANDEM_INJECTOR_IDLE_TIMEOUT";
 /// Hidden: a request's time limit from its first byte (default 10s), for tests.
 pub const REQUEST_VAR: &str = "TANDEM_INJECTOR_REQUEST_TIMEOUT";
 
-/// The `--help` text.
-pub fn help() -> String {
-    let mut text = String::from(
-        "tandem-injector: a Kubernetes mutating admission webhook that puts tandem into\n\
-         the Pods of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).\n\n\
-         Usage: tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [--listen HOST:PORT]\n\
-         \x20      [--install emptydir|image-volume] [--drain DUR]\n\
-         \x20      [--registry-auth FILE] [--registry-ca PEM]\n\
-         \x20      tandem-injector policy --image IMAGE [--install emptydir|image-volume]\n\
-         \x20      tandem-injector audit [FILE|-] [--output table|json]\n\n\
-         Options (each also read from its variable; the option wins):\n",
-    );
-    for o in OPTIONS {
-        let flag = format!("{} {}", o.flag, o.value);
-        text.push_str(&format!("  {flag:<20} {:<30} {}\n", o.var, o.help));
-    }
-    text.push_str(
-        "  --help, --version\n\n\
-         Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces\n\
-         labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,\n\
-         reviews are answered for --drain, then it stops accepting, answers what is\n\
-         in flight and exits 0. `policy` prints, as YAML, the admission policies that make\n\
-         the same change with no server (Kubernetes 1.36+). `audit` reads a List of Pods\n\
-         (kubectl get pods -A -o json | tandem-injector audit -) and prints the Jobs'\n\
-         Pods stuck on their sidecars and what the injection would do to each (no\n\
-         network call; exit 65 when the input is not such a List). Bad usage exits 64.\n",
-    );
-    text
-}
-
 /// Reads the command line `args` (without the program name) and the variables
 /// through `var`.
 pub fn parse(
     args: impl IntoIterator<Item = OsString>,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Result<Task, String> {
-    let mut given: [Option<OsString>; OPTIONS.len()] = Default::default();
-    let mut policy = false;
-    let mut parser = lexopt::Parser::from_args(args);
-    while let Some(arg) = parser.next().map_err(|e| format!("{e} (see --help)"))? {
-        match arg {
-            lexopt::Arg::Long("help") | lexopt::Arg::Short('h') => return Ok(Task::Help),
-            lexopt::Arg::Long("version") | lexopt::Arg::Short('V') => return Ok(Task::Version),
-            lexopt::Arg::Long(name) => {
-                let i = OPTIONS
-                    .iter()
-                    .position(|o| o.flag[2..] == *name)
-                    .ok_or_else(|| format!("unknown option --{name} (see --help)"))?;
-                let flag = OPTIONS[i].flag;
-                given[i] = Some(parser.value().map_err(|e| format!("{flag}: {e}"))?);
-            }
-            lexopt::Arg::Value(word) if word == "policy" && !policy => policy = true,
-            lexopt::Arg::Value(word) if word == "audit" && !policy => {
-                if let Some(i) = given.iter().position(Option::is_some) {
-                    let flag = OPTIONS[i].flag;
-                    return Err(format!("{flag} is not an option of audit (see --help)"));
-                }
-                let args = crate::audit::command::parse(&mut parser)?;
-                return Ok(args.map_or(Task::Help, Task::Audit));
-            }
-            other => return Err(format!("{} (see --help)", other.unexpected())),
-        }
+    match args::read(args, &var)? {
+        Read::Help => Ok(Task::Help),
+        Read::Version => Ok(Task::Version),
+        Read::Command(Command::Policy, given) => Ok(Task::Policy(install(&given)?)),
+        Read::Command(Command::Webhook, given) => Ok(Task::Webhook(mode(&given)?)),
+        Read::Command(Command::Serve, given) => serve(*given, &var).map(Task::Run),
+        Read::Command(Command::Audit, given) => audit(*given).map(Task::Audit),
     }
-    if policy
-        && let Some(i) =
-            (0..OPTIONS.len()).find(|i| given[*i].is_some() && !POLICY_OPTIONS.contains(i))
-    {
-        return Err(format!(
-            "{} is not an option of policy, which takes --image and --install (see --help)",
-            OPTIONS[i].flag
-        ));
-    }
-    // Each value with where it came from, for the error lines: the option if
-    // given, else the variable if set and not empty (`policy` reads only its own).
-    let mut values = OPTIONS
-        .iter()
-        .zip(given)
-        .enumerate()
-        .map(|(i, (o, value))| match value {
-            Some(v) => Some((o.flag.to_string(), v)),
-            None if policy && !POLICY_OPTIONS.contains(&i) => None,
-            None => var(o.var)
-                .filter(|v| !v.is_empty())
-                .map(|v| (o.var.to_string(), v)),
-        });
-    let mut next = || values.next().flatten();
-    let listen = next();
-    let cert = next();
-    let key = next();
-    let image = match next() {
-        Some((from, v)) => parse_image(&from, &v)?,
+}
+
+/// `audit`'s FILE (`-` or none: standard input) and `--output`.
+fn audit(given: Given) -> Result<audit::Args, String> {
+    let output = match &given.output {
+        Some(Setting { from, value }) => audit::Output::parse(from, value)?,
+        None => audit::Output::default(),
+    };
+    let input = given.file.filter(|f| f != "-").map(Into::into);
+    Ok(audit::Args { input, output })
+}
+
+/// `--image` (required) and `--install`.
+fn install(given: &Given) -> Result<Install, String> {
+    let image = match &given.image {
+        Some(Setting { from, value }) => parse_image(from, value)?,
         None => return Err(missing(&IMAGE)),
     };
-    let mode = match next() {
-        Some((from, v)) => parse_mode(&from, &v)?,
-        None => Mode::default(),
-    };
-    let install = Install { image, mode };
-    if policy {
-        return Ok(Task::Policy(install));
+    Ok(Install {
+        image,
+        mode: mode(given)?,
+    })
+}
+
+/// `--install`, `emptydir` when not given.
+fn mode(given: &Given) -> Result<Mode, String> {
+    match &given.install {
+        Some(Setting { from, value }) => parse_mode(from, value),
+        None => Ok(Mode::default()),
     }
+}
+
+/// The server's settings, checked in the order their error lines have always
+/// come in: image and route, drain, registry files, hidden limits, address,
+/// certificate and key.
+fn serve(given: Given, var: &impl Fn(&str) -> Option<OsString>) -> Result<Config, String> {
+    let install = install(&given)?;
     let mut limits = Limits::default();
-    if let Some((from, v)) = next() {
-        limits.drain = parse_duration(&from, &v, false)?;
+    if let Some(Setting { from, value }) = &given.drain {
+        limits.drain = parse_duration(from, value, false)?;
     }
-    let registry_auth = match next() {
-        Some((from, v)) => Credentials::load(Path::new(&v))
+    let registry_auth = match &given.registry_auth {
+        Some(Setting { from, value }) => Credentials::load(Path::new(value))
             .map_err(|e| format!("{from}: {e}: expected a Docker config.json with \"auths\""))?,
         None => Credentials::default(),
     };
-    let registry_ca = match next() {
-        Some((from, v)) => registry::load_ca(Path::new(&v)).map_err(|e| format!("{from} {e}"))?,
+    let registry_ca = match &given.registry_ca {
+        Some(Setting { from, value }) => {
+            registry::load_ca(Path::new(value)).map_err(|e| format!("{from} {e}"))?
+        }
         None => Vec::new(),
     };
     for (name, limit) in [
@@ -185,22 +148,22 @@ pub fn parse(
             *limit = parse_duration(name, &v, true)?;
         }
     }
-    let listen = match listen {
-        Some((from, v)) => parse_listen(&from, &v)?,
+    let listen = match &given.listen {
+        Some(Setting { from, value }) => parse_listen(from, value)?,
         None => DEFAULT_LISTEN
             .parse()
             .map_err(|_| "invariant: the default listen address parses")?,
     };
-    let cert = cert.ok_or_else(|| missing(&CERT))?.1.into();
-    let key = key.ok_or_else(|| missing(&KEY))?.1.into();
-    Ok(Task::Run(Config {
+    let cert = given.tls_cert.ok_or_else(|| missing(&CERT))?.value.into();
+    let key = given.tls_key.ok_or_else(|| missing(&KEY))?.value.into();
+    Ok(Config {
         listen,
         files: Files { cert, key },
         install,
         limits,
         registry_auth,
         registry_ca,
-    }))
+    })
 }
 
 #[cfg(test)]
@@ -426,7 +389,7 @@ mod tests {
     #[test]
     fn help_names_every_option_and_variable() {
         let text = help();
-        for o in OPTIONS {
+        for o in options::OPTIONS {
             assert!(text.contains(o.flag) && text.contains(o.var), "{}", o.flag);
         }
     }

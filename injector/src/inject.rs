@@ -6,56 +6,26 @@
 
 use serde_json::Value;
 
-use crate::entrypoint;
-pub use crate::entrypoint::Images;
-use crate::install::Install;
-use crate::report::Report;
+use crate::layout::{BIN_VOLUME, SHARED_VOLUME};
 
 mod command;
+pub mod delivery;
+pub mod entrypoint;
 mod env;
 mod patch;
 mod pod;
+pub mod report;
 mod scope;
+pub mod selectors;
 
-use pod::{containers, injected, known};
+use delivery::Install;
+pub use entrypoint::Images;
+use report::Report;
+
+pub use pod::is_job;
+use pod::{changed_earlier, containers, known};
 use scope::select;
 pub use scope::{Opted, Scope, job};
-
-/// The opt-in label, on the Pod (its Job's template) or its namespace.
-pub const LABEL: &str = "tandem.dev/inject";
-/// The label's value that opts in.
-pub const ENABLED: &str = "enabled";
-/// The label's value that asks only for the annotation: what would be done.
-pub const AUDIT: &str = "audit";
-/// The init container that installs tandem; it (or the image volume) marks a changed Pod.
-pub const INSTALL_CONTAINER: &str = "tandem-install";
-/// The volume that carries the binary: an `emptyDir` the init container
-/// fills, or the tandem image itself (`--install image-volume`).
-pub const BIN_VOLUME: &str = "tandem-bin";
-/// The `emptyDir` where several job containers record who has finished (§9).
-pub const SHARED_VOLUME: &str = "tandem-shared";
-/// Where the job containers see the binary's volume.
-pub const BIN_DIR: &str = "/tandem";
-/// The binary in the job containers: the head of every changed command.
-pub const TANDEM: &str = "/tandem/tandem";
-/// Where the job containers see the shared volume.
-pub const SHARED_DIR: &str = "/tandem-shared";
-/// Where the init container sees the binary's volume: not `/tandem`, which is
-/// the binary itself in the tandem image.
-pub const INSTALL_DIR: &str = "/opt/tandem";
-/// Where the ServiceAccount admission plugin mounts the API token: a mount
-/// there in the init container keeps the plugin from adding one after this
-/// webhook (which would call it again) and gives it no token it never uses.
-pub const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-/// The user the init container runs as (distroless' `nonroot`), so it passes
-/// `runAsNonRoot` and Pod Security "restricted" with the root-owned tandem image.
-pub const INSTALL_UID: u32 = 65532;
-
-/// Whether the container named `name` is a job container: not one of the
-/// sidecars tandem knows.
-pub fn is_job(name: &str) -> bool {
-    crate::sidecars::by_container(name).is_none()
-}
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]
@@ -135,7 +105,7 @@ pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
         return Vec::new();
     };
     // An injected Pod (a reinvocation) wraps nothing new.
-    if injected(spec, &init) {
+    if changed_earlier(spec, &init) {
         return Vec::new();
     }
     main.iter()
@@ -157,8 +127,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         Some(Value::Array(v)) => Some(v),
         Some(_) => return Err("spec.volumes is not a list".into()),
     };
-    let injected = injected(spec, &init);
-    if !injected {
+    let earlier = changed_earlier(spec, &init);
+    if !earlier {
         let taken = volumes
             .into_iter()
             .flatten()
@@ -169,10 +139,10 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
     }
 
     let mut report = Report {
-        earlier: injected,
+        earlier,
         ..Report::default()
     };
-    let commands = command::decide(pod, &main, injected, images, &mut report);
+    let commands = command::decide(pod, &main, earlier, images, &mut report);
     let (classic, native) = env::quit_or_wait(
         &mut report,
         &commands.wrapped,
@@ -183,7 +153,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
         return Ok((Vec::new(), report));
     }
     let mut patch = Vec::new();
-    if !injected {
+    if !earlier {
         patch::install(&mut patch, spec, volumes.is_some(), install, &commands);
     }
     env::add(
@@ -197,9 +167,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 }
 
 #[cfg(test)]
-#[path = "inject_tests.rs"]
-pub(crate) mod tests;
-
-#[cfg(test)]
-#[path = "inject_entrypoint_tests.rs"]
 mod entrypoint_tests;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod unchanged_tests;

@@ -6,24 +6,19 @@
 //! | module | owns |
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
-//! | `entrypoint` | a container without `command`: Kubernetes' command/args rule, the annotation |
+//! | `inject` | which Pods and containers change, and the JSONPatch that changes them (`inject/`: scope, selectors, pod, command, entrypoint, env, patch, delivery, report) |
+//! | `layout` | the Pod layout and keys: label, annotations, names, directories (a leaf) |
 //! | `registry` | the image's configuration from its registry, cached |
-//! | `inject` | which Pods and containers change, and the JSONPatch that changes them (`inject/`: scope, pod, command, env, patch) |
-//! | `words` | a JSON list of strings: a command, args, an image's Entrypoint and Cmd |
-//! | `install` | how the binary reaches the job containers: init container or image volume |
-//! | `report` | what a review did to a Pod: the annotation, warnings, log line, counts |
+//! | `string_list` | a JSON list of strings: a command, args, an image's Entrypoint and Cmd |
 //! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
-//! | `cli` | the command line and its variables, validated (64 on bad input; `cli/`: options, values) |
-//! | `http` | one HTTP/1.1 request read within bounds, one response written |
-//! | `deadline` | a socket whose reads and writes end by a deadline |
+//! | `cli` | the command line and its variables, validated (64 on bad input; `cli/`: args, options, values, help) |
+//! | `server` | accepting, the connection cap, time limits, the drain on SIGTERM (`server/`: connection, shared, limits, poll, routes, http, timed_stream, tls) |
 //! | `duration` | Go's durations: the wrapper's `src/value/duration.rs`, compiled here too |
-//! | `tls` | the certificate files and their reload on change |
-//! | `routes` | what each path answers; a review logged and counted |
-//! | `server` | accepting, the connection cap, time limits, the drain on SIGTERM (`server/`: connection, poll) |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
-//! | `log` | stderr lines |
+//! | `say` | stderr lines (`say!`) |
 //! | `audit` | `tandem-injector audit`: a List of Pods in, the stuck ones and what injection would do out (`audit/`: list, stuck, would, render, command) |
 //! | `policy` | the same change as admission policies (`policy`), and their CEL |
+//! | `webhook` | the webhook's configuration (`webhook`) |
 //! | `yaml` | the YAML those are printed as |
 
 #![warn(missing_docs)]
@@ -31,27 +26,25 @@
 pub mod admission;
 pub mod audit;
 pub mod cli;
-pub mod deadline;
 // Go's durations as the wrapper reads them (SPEC §2), a file of `std` only;
 // its whole seconds (`parse_seconds`) are the wrapper's alone.
 #[allow(dead_code)]
 #[path = "../../src/value/duration.rs"]
 pub mod duration;
-pub mod entrypoint;
-pub mod http;
 pub mod inject;
-pub mod install;
-pub mod log;
+pub mod layout;
 pub mod metrics;
 pub mod policy;
 pub mod registry;
-pub mod report;
-pub mod routes;
+pub mod say;
 pub mod server;
 // The one table of sidecars, shared with the wrapper: a file of `std` only, so
 // the injector links none of the wrapper's crates (ureq, lexopt, signal code).
 #[path = "../../src/sidecars.rs"]
 pub mod sidecars;
-pub mod tls;
-pub mod words;
+pub mod string_list;
+pub mod webhook;
 pub mod yaml;
+
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tandem_injector::cli::{self, EX_USAGE, Task};
 use tandem_injector::registry::{self, Client, Registry};
-use tandem_injector::{audit, policy, say, server, tls};
+use tandem_injector::server::{self, tls};
+use tandem_injector::{audit, policy, say, webhook};
 
 /// sysexits' EX_OSERR: the port cannot be bound, the signal not armed.
 const EX_OSERR: u8 = 71;
@@ -22,6 +23,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Task::Audit(args)) => return audit::command::run(&args),
+        Ok(Task::Webhook(mode)) => {
+            print!("{}", webhook::render(mode));
+            return ExitCode::SUCCESS;
+        }
         Ok(Task::Help) => {
             print!("{}", cli::help());
             return ExitCode::SUCCESS;

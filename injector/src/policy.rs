@@ -8,15 +8,16 @@
 pub mod cel;
 pub mod patch;
 
-use crate::inject::{ENABLED, LABEL};
-use crate::install::Install;
+use crate::inject::Scope;
+use crate::inject::delivery::Install;
+use crate::inject::selectors::{self, Sender};
+use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
 
 /// The name of every object printed.
 pub const NAME: &str = "tandem-injector";
-const API: &str = "admissionregistration.k8s.io/v1";
-/// Namespaces never changed, as the webhook's configuration leaves them out.
-const SYSTEM_NAMESPACES: [&str; 2] = ["tandem-system", "kube-system"];
+/// The API group and version of every object printed (here and by `webhook`).
+pub const API: &str = "admissionregistration.k8s.io/v1";
 
 /// The policies and their bindings for `install`, as YAML documents.
 pub fn render(install: &Install) -> String {
@@ -33,46 +34,33 @@ pub fn render(install: &Install) -> String {
 /// The four objects: the mutating policy, its two bindings, the warning policy
 /// and its binding.
 pub fn documents(install: &Install) -> Vec<Node> {
-    let labelled = map([(
-        "matchLabels",
-        Node::Map(vec![(LABEL.to_string(), s(ENABLED))]),
-    )]);
-    let unlabelled = expressions(&[(LABEL, "DoesNotExist", &[])]);
-    let namespace_on = expressions(&[
-        (LABEL, "In", &[ENABLED]),
-        ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
-    ]);
-    let not_system = expressions(&[("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES)]);
     vec![
         mutating(install),
-        binding(
-            "MutatingAdmissionPolicyBinding",
-            &format!("{NAME}-pods"),
-            None,
-            labelled,
-            not_system.clone(),
-        ),
-        binding(
-            "MutatingAdmissionPolicyBinding",
-            &format!("{NAME}-namespaces"),
-            None,
-            unlabelled,
-            namespace_on,
-        ),
+        route(Scope::Label),
+        route(Scope::Namespace),
         validating(),
         binding(
             "ValidatingAdmissionPolicyBinding",
             &format!("{NAME}-warn"),
             Some(strs(&["Warn"])),
             map([]),
-            not_system,
+            selectors::not_system(),
         ),
     ]
 }
 
+/// The binding of the mutating policy for one of the webhook's routes.
+fn route(scope: Scope) -> Node {
+    binding(
+        "MutatingAdmissionPolicyBinding",
+        &format!("{NAME}-{}", scope.noun()),
+        None,
+        selectors::objects(scope, Sender::Policy),
+        selectors::namespaces(scope),
+    )
+}
+
 fn mutating(install: &Install) -> Node {
-    let owned = "has(object.metadata.ownerReferences) &&\n  object.metadata.ownerReferences.exists(o,\n    \
-                 o.kind == 'Job' && o.apiVersion.startsWith('batch/'))";
     let containers = format!("size(object.spec.containers) <= {}", cel::MAX_CONTAINERS);
     let variables = [
         ("sidecars", cel::sidecar_names()),
@@ -127,7 +115,7 @@ fn mutating(install: &Install) -> Node {
                 (
                     "matchConditions",
                     Node::List(vec![
-                        map([("name", s("owned-by-a-job")), ("expression", s(owned))]),
+                        selectors::owned_by_a_job(),
                         map([("name", s("few-containers")), ("expression", s(containers))]),
                     ]),
                 ),
@@ -246,34 +234,11 @@ fn binding(kind: &str, name: &str, actions: Option<Node>, objects: Node, namespa
     ])
 }
 
-fn expressions(each: &[(&str, &str, &[&str])]) -> Node {
-    let list = each
-        .iter()
-        .map(|(key, operator, values)| {
-            let mut e = vec![
-                ("key".to_string(), s(*key)),
-                ("operator".to_string(), s(*operator)),
-            ];
-            if !values.is_empty() {
-                e.push(("values".to_string(), strs(values)));
-            }
-            Node::Map(e)
-        })
-        .collect();
-    map([("matchExpressions", Node::List(list))])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::install::Mode;
-
-    fn install(mode: Mode) -> Install {
-        Install {
-            image: "ghcr.io/tandem-sidecar/tandem:0.1.0".into(),
-            mode,
-        }
-    }
+    use crate::inject::delivery::Mode;
+    use crate::tests::install;
 
     #[test]
     fn the_checked_in_policy_is_what_the_command_prints_for_the_published_image() {

@@ -15,71 +15,28 @@ use std::time::{Duration, Instant};
 
 use rustls::ServerConfig;
 
-use crate::install::Install;
+use crate::inject::delivery::Install;
 use crate::registry::Registry;
 use crate::say;
 
 mod connection;
+pub mod http;
+mod limits;
 mod poll;
+pub mod routes;
+mod shared;
+pub mod timed_stream;
+pub mod tls;
 
 use connection::serve;
-use poll::{readable, wait};
+pub use limits::{DRAIN, IDLE_TIMEOUT, Limits, REQUEST_TIMEOUT};
+use poll::wait;
+use shared::Shared;
 
 /// Connections served at once, at most; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 128;
-/// A request is read and answered within this from its first byte; a new
-/// connection's TLS handshake, within this from the accept (Go's client, the
-/// API server's, dials and shakes hands at once).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// A kept-alive connection with no request for this long is closed: above the
-/// 90 s the API server keeps an idle connection to a webhook, so it is always
-/// the client that closes one, never the injector under a request in flight.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long reviews are still answered after SIGTERM (`--drain`).
-pub const DRAIN: Duration = Duration::from_secs(10);
 /// Each connection thread's stack: the JSON parser's depth is bounded (128).
 const STACK_SIZE: usize = 512 * 1024;
-
-/// The server's time limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// A request's, from its first byte (and a handshake's, from the accept).
-    pub request: Duration,
-    /// A kept-alive connection's between requests.
-    pub idle: Duration,
-    /// The drain after SIGTERM.
-    pub drain: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            request: REQUEST_TIMEOUT,
-            idle: IDLE_TIMEOUT,
-            drain: DRAIN,
-        }
-    }
-}
-
-/// What every connection shares.
-struct Shared {
-    tls: Arc<ServerConfig>,
-    install: Install,
-    registry: Arc<Registry>,
-    limits: Limits,
-    /// Readable once SIGTERM came: draining.
-    stop: UnixStream,
-    /// Readable (its peer closed) once the drain is over: idle connections end.
-    closing: UnixStream,
-    open: Mutex<usize>,
-    closed: Condvar,
-}
-
-impl Shared {
-    fn draining(&self) -> bool {
-        readable(&self.stop)
-    }
-}
 
 /// Serves `listener` until `stop` turns readable (a byte written to its peer,
 /// or the peer closed), drains for `limits.drain`, then finishes what is in

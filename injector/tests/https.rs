@@ -16,28 +16,12 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use support::pods::{self, job_container, job_pod, review};
-use support::{Injector, Pki, scratch};
-
-/// The patch in an answer, applied to `pod`; the answer's response object.
-fn apply(pod: &Value, answer: &Value) -> (Value, Value) {
-    let response = answer["response"].clone();
-    let mut out = pod.clone();
-    if let Some(patch) = response["patch"].as_str() {
-        assert_eq!(response["patchType"], "JSONPatch");
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(patch)
-            .unwrap();
-        let ops: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
-        json_patch::patch(&mut out, &ops).unwrap();
-    }
-    (out, response)
-}
+use support::{Injector, Pki, answered, scratch};
 
 #[test]
 fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
@@ -55,7 +39,7 @@ fn each_job_pod_is_answered_over_https_with_a_patch_that_applies() {
         let body = answer.json();
         assert_eq!(body["apiVersion"], "admission.k8s.io/v1");
         assert_eq!(body["kind"], "AdmissionReview");
-        let (patched, response) = apply(&pod, &body);
+        let (patched, response) = answered(&pod, &body);
         assert_eq!(response["uid"], uid.as_str());
         assert_eq!(response["allowed"], true);
         let job = &patched["spec"]["containers"][0];
@@ -136,7 +120,7 @@ fn a_dry_run_is_answered_the_same_and_logged_as_one() {
     let wet = client.review(injector.addr, &review("dry", &pod)).json();
     let answer = client.review(injector.addr, &dry).json();
     assert_eq!(answer, wet);
-    let (patched, _) = apply(&pod, &answer);
+    let (patched, _) = answered(&pod, &answer);
     assert_eq!(
         patched["metadata"]["annotations"]["tandem.dev/injection"],
         "wrapped job (command from the spec)"

@@ -11,12 +11,11 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
-use support::pods::{container, job_pod, review};
+use support::pods::{container, job_pod, review, strings};
 use support::registry::{Auth, Registry, TokenIssuer, World, world};
 use support::{INJECTOR, Injector, scratch};
 use tandem_injector::registry::{Client, Credentials, Failure, ImageConfig, Reference};
@@ -32,14 +31,10 @@ fn lookup(client: &Client, image: &str, within: Duration) -> Result<ImageConfig,
     client.image_config(&Reference::parse(image).unwrap(), Instant::now() + within)
 }
 
-fn s(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
 fn config(entrypoint: &[&str], cmd: &[&str]) -> ImageConfig {
     ImageConfig {
-        entrypoint: s(entrypoint),
-        cmd: s(cmd),
+        entrypoint: strings(entrypoint),
+        cmd: strings(cmd),
     }
 }
 
@@ -187,15 +182,7 @@ fn reviewed(world: &World, injector: &Injector, pod: &Value) -> (Value, Value) {
         .client()
         .review(injector.addr, &review("uid-r", pod))
         .json();
-    let response = answer["response"].clone();
-    let mut out = pod.clone();
-    if let Some(patch) = response["patch"].as_str() {
-        let ops = base64::engine::general_purpose::STANDARD
-            .decode(patch)
-            .unwrap();
-        let ops: json_patch::Patch = serde_json::from_slice(&ops).unwrap();
-        json_patch::patch(&mut out, &ops).unwrap();
-    }
+    let (out, response) = support::answered(pod, &answer);
     (response, out)
 }
 
@@ -238,13 +225,13 @@ fn the_injector_wraps_each_row_of_the_table_from_the_registry_and_says_why_not()
     let (response, out) = reviewed(world, &injector, &pod);
     for (i, (name, _, _, expected)) in rows.iter().enumerate() {
         let c = &out["spec"]["containers"][i];
-        let mut want = s(&["/tandem/tandem", "--"]);
-        want.extend(s(expected));
+        let mut want = strings(&["/tandem/tandem", "--"]);
+        want.extend(strings(expected));
         assert_eq!(runs(c), want, "{name}");
     }
     assert_eq!(
         runs(&out["spec"]["containers"][8]),
-        s(&["/tandem/tandem", "--", "/app/run", "--now"])
+        strings(&["/tandem/tandem", "--", "/app/run", "--now"])
     );
     for i in [6, 7] {
         assert_eq!(out["spec"]["containers"][i], pod["spec"]["containers"][i]);
@@ -289,7 +276,7 @@ fn an_anonymous_registry_needs_no_login_and_a_denied_image_is_left_with_the_fix(
     let (response, out) = reviewed(world, &injector, &pod);
     assert_eq!(
         runs(&out["spec"]["containers"][0]),
-        s(&["/tandem/tandem", "--", "/ep", "x"])
+        strings(&["/tandem/tandem", "--", "/ep", "x"])
     );
     assert_eq!(out["spec"]["containers"][1], pod["spec"]["containers"][1]);
     let warning = response["warnings"][0].as_str().unwrap();

@@ -1,5 +1,5 @@
-//! `tandem-injector audit [FILE|-] [--output table|json]`: its command line,
-//! read after the word `audit`, and its run. Bad usage is one line and exit
+//! `tandem-injector audit [FILE|-] [--output table|json]`: what it was asked
+//! (read by `cli`, the one command line) and its run. Bad usage is one line and exit
 //! 64, input that is not a List of Pods one line and exit 65, a file that
 //! cannot be read one line and exit 66 (sysexits' codes, as the wrapper's).
 
@@ -28,6 +28,18 @@ pub enum Output {
     Json,
 }
 
+impl Output {
+    /// The format `value` names; `from` (the option or variable) names it in
+    /// the error line.
+    pub fn parse(from: &str, value: &OsString) -> Result<Output, String> {
+        match value.to_str() {
+            Some("table") => Ok(Output::Table),
+            Some("json") => Ok(Output::Json),
+            _ => Err(format!("{from} {value:?}: expected table or json")),
+        }
+    }
+}
+
 /// What `audit` was asked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Args {
@@ -35,37 +47,6 @@ pub struct Args {
     pub input: Option<PathBuf>,
     /// How to print it.
     pub output: Output,
-}
-
-const USAGE: &str = "audit takes [FILE|-] and --output table|json (see --help)";
-
-/// Reads the arguments after `audit`; `None` when they ask for the help.
-pub fn parse(parser: &mut lexopt::Parser) -> Result<Option<Args>, String> {
-    let mut args = Args::default();
-    let mut file: Option<OsString> = None;
-    while let Some(arg) = parser.next().map_err(|e| format!("audit: {e} ({USAGE})"))? {
-        match arg {
-            lexopt::Arg::Long("help") | lexopt::Arg::Short('h') => return Ok(None),
-            lexopt::Arg::Long("output") | lexopt::Arg::Short('o') => {
-                let value = parser.value().map_err(|e| format!("--output: {e}"))?;
-                args.output = match value.to_str() {
-                    Some("table") => Output::Table,
-                    Some("json") => Output::Json,
-                    _ => return Err(format!("--output {value:?}: expected table or json")),
-                };
-            }
-            lexopt::Arg::Value(value) if file.is_none() => file = Some(value),
-            lexopt::Arg::Value(value) => {
-                return Err(format!("audit: a second FILE {value:?}: {USAGE}"));
-            }
-            lexopt::Arg::Long(name) => {
-                return Err(format!("audit: unknown option --{name}: {USAGE}"));
-            }
-            lexopt::Arg::Short(c) => return Err(format!("audit: unknown option -{c}: {USAGE}")),
-        }
-    }
-    args.input = file.filter(|f| f != "-").map(PathBuf::from);
-    Ok(Some(args))
 }
 
 /// Runs the audit `args` asks for: the report on stdout, or one line on

@@ -50,5 +50,5 @@ pub fn pods(data: &[u8]) -> Result<Vec<Value>, String> {
 /// than a kind's name can be.
 fn shown(kind: &str) -> String {
     let short: String = kind.chars().take(63).collect();
-    crate::log::escape(&short)
+    crate::say::escape(&short)
 }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::Audit;
-use crate::log::escape;
+use crate::say::escape;
 
 /// The width the table keeps to.
 pub const WIDTH: usize = 80;

@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use super::command::{Args, Output};
 use super::{Audit, audit, list, render, would};
 use crate::cli::{Task, parse};
-use crate::entrypoint::Images;
-use crate::inject::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
-use crate::inject::{Scope, plan_with};
-use crate::install::{Install, Mode};
+use crate::inject::delivery::Mode;
+use crate::inject::{Images, Scope};
 use crate::registry::ImageConfig;
+use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod};
+use crate::tests::{install, patched, planned, request};
 
 /// A container state as the kubelet writes it.
 fn state(word: &str) -> Value {
@@ -173,21 +173,15 @@ fn every_sidecar_still_running_is_named_in_the_pods_order() {
 /// The webhook's annotation for `pod` opted in through `/mutate`, its images
 /// answered by `images`.
 fn webhook_line(pod: &Value, images: &Images) -> String {
-    let install = Install {
-        image: pods::TANDEM_IMAGE.into(),
-        mode: Mode::EmptyDir,
-    };
-    let request = review("uid-1", pod)["request"].clone();
-    let plan = plan_with(&request, &install, Scope::Label, images);
+    let (plan, _) = planned(pod, &install(Mode::EmptyDir), Scope::Label, images);
     plan.report.expect("a Job's Pod has a report").line()
 }
 
 #[test]
 fn what_the_injection_would_do_is_the_webhooks_own_annotation() {
     for (name, pod) in pods::cases() {
-        let request = review("uid-1", &pod)["request"].clone();
         // A registry's answer for each image it would look up.
-        let images: Images = crate::inject::wanted(&request, Scope::Label)
+        let images: Images = crate::inject::wanted(&request(&pod), Scope::Label)
             .into_iter()
             .map(|(c, _)| {
                 (
@@ -232,18 +226,7 @@ fn a_pod_that_opts_out_would_be_left_alone_and_an_injected_one_is_said_so() {
         would::would(&pod),
         "nothing: its label tandem.dev/inject: disabled opts it out"
     );
-    let install = Install {
-        image: pods::TANDEM_IMAGE.into(),
-        mode: Mode::EmptyDir,
-    };
-    let plan = crate::inject::plan(
-        &review("u", &classic("j"))["request"],
-        &install,
-        Scope::Label,
-    );
-    let mut injected = classic("j");
-    let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch)).unwrap();
-    json_patch::patch(&mut injected, &ops).unwrap();
+    let (_, injected) = patched(&classic("j"));
     assert_eq!(
         would::would(&injected),
         "wrapped job (by an earlier review)"
@@ -533,14 +516,15 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         ("audit --output", "--output: missing argument"),
         (
             "audit --all-namespaces",
-            "audit: unknown option --all-namespaces: audit takes [FILE|-]",
+            "unknown option --all-namespaces (see --help)",
         ),
-        ("audit -A", "audit: unknown option -A: audit takes"),
+        ("audit -A", "invalid option '-A' (see --help)"),
+        ("audit a.json b.json", "unexpected argument \"b.json\""),
         (
-            "audit a.json b.json",
-            "audit: a second FILE \"b.json\": audit takes",
+            "--image i audit",
+            "--image is not an option of audit, which takes --output",
         ),
-        ("--image i audit", "--image is not an option of audit"),
+        ("--output json", "--output is not an option of the server"),
         ("policy --image i audit", "unexpected argument \"audit\""),
     ];
     for (args, expected) in cases {
@@ -548,4 +532,13 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         assert!(err.starts_with(expected), "{args}: {err}");
     }
     assert!(crate::cli::help().contains("tandem-injector audit [FILE|-] [--output table|json]"));
+    // Its variable, as every option's; the option wins.
+    let var = |name: &str| (name == "TANDEM_INJECTOR_OUTPUT").then(|| "json".into());
+    let json = Ok(Task::Audit(Args {
+        input: None,
+        output: Output::Json,
+    }));
+    assert_eq!(parse(["audit".into()], var), json);
+    let table = parse(["audit", "-o", "table"].map(Into::into), var);
+    assert_eq!(table, Ok(Task::Audit(Args::default())));
 }

@@ -6,18 +6,18 @@
 
 use serde_json::Value;
 
-use crate::entrypoint::Images;
-use crate::inject::{self, ENABLED, LABEL, Opted};
-use crate::install::{Install, Mode};
+use crate::inject::delivery::{Install, Mode};
+use crate::inject::report::{Fate, Found};
+use crate::inject::{self, Images, Opted};
+use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::registry::ImageConfig;
-use crate::report::{Fate, Found};
 
 /// The annotation's words for `pod`, a Job's Pod; a Pod whose own label opts
 /// it out says so.
 pub fn would(pod: &Value) -> String {
     match pod["metadata"]["labels"][LABEL].as_str() {
-        Some(label) if label != ENABLED && label != inject::AUDIT => {
-            return crate::log::escape(&format!("nothing: its label {LABEL}: {label} opts it out"));
+        Some(label) if label != ENABLED && label != AUDIT => {
+            return crate::say::escape(&format!("nothing: its label {LABEL}: {label} opts it out"));
         }
         _ => {}
     }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use super::options::Opt;
 use crate::duration;
-use crate::install::Mode;
+use crate::inject::delivery::Mode;
 
 /// A duration setting; `positive`: zero is refused too.
 pub(super) fn parse_duration(

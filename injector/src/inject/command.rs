@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::TANDEM;
 use super::pod::Container;
-use crate::entrypoint::{self, Images, Wrapped};
-use crate::report::{Fate, Found, Report, Skip};
+use crate::inject::entrypoint::{self, Images, Wrapped};
+use crate::inject::report::{Fate, Found, Report, Skip};
+use crate::layout::TANDEM;
 
 /// The job containers that run under tandem, and for those without `command`,
 /// by index, their new command and args.
@@ -19,11 +19,11 @@ pub(super) struct Commands<'c, 'a> {
 }
 
 /// Decides the fate of every job container in `main`, records it in `report`,
-/// and returns the ones wrapped; `injected` says an earlier review changed the Pod.
+/// and returns the ones wrapped; `earlier`: an earlier review changed the Pod.
 pub(super) fn decide<'c, 'a>(
     pod: &Value,
     main: &'c [Container<'a>],
-    injected: bool,
+    earlier: bool,
     images: &Images,
     report: &mut Report,
 ) -> Commands<'c, 'a> {
@@ -32,8 +32,8 @@ pub(super) fn decide<'c, 'a>(
     for c in main.iter().filter(|c| c.is_job()) {
         let fate = match c.command.as_deref() {
             // A reinvocation: the containers it wrapped the first time.
-            _ if injected && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
-            None | Some([]) if !injected => {
+            _ if earlier && c.runs_tandem() => Fate::Wrapped(Found::Earlier, String::new()),
+            None | Some([]) if !earlier => {
                 match entrypoint::without_command(pod, c.name, c.image, &c.args, images) {
                     Ok((how, from)) => {
                         found.insert(c.index, how);
@@ -46,7 +46,7 @@ pub(super) fn decide<'c, 'a>(
             Some([first, ..]) if first.rsplit('/').next() == Some("tandem") => {
                 Fate::Skipped(Skip::OwnTandem)
             }
-            Some(_) if injected => Fate::Skipped(Skip::AddedLater),
+            Some(_) if earlier => Fate::Skipped(Skip::AddedLater),
             Some(_) => Fate::Wrapped(Found::Spec, String::new()),
         };
         if matches!(fate, Fate::Wrapped(..)) {

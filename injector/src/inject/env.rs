@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::SHARED_DIR;
 use super::patch::append;
 use super::pod::Container;
-use crate::report::{Fate, Report};
+use crate::inject::report::{Fate, Report};
+use crate::layout::SHARED_DIR;
 use crate::sidecars::Sidecar;
 
 /// Splits the known sidecars into those tandem quits and those it only waits

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::command::{self, Commands};
-use super::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME};
-use crate::install::Install;
+use crate::inject::delivery::Install;
+use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME};
 
 /// Appends to `patch` what installs tandem in the Pod whose `spec` is given
 /// (`has_volumes`: it has a `volumes` list) and wraps `commands.wrapped`.

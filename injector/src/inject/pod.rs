@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{INSTALL_CONTAINER, TANDEM};
-use crate::install;
+use super::delivery;
+use crate::layout::{INSTALL_CONTAINER, TANDEM};
 use crate::sidecars::{self, Sidecar};
-use crate::words;
+use crate::string_list;
 
 /// One container of the Pod as far as the injector reads it.
 pub(super) struct Container<'a> {
@@ -48,8 +48,14 @@ impl Container<'_> {
 
     /// A job container: not one of the sidecars tandem knows.
     pub fn is_job(&self) -> bool {
-        super::is_job(self.name)
+        is_job(self.name)
     }
+}
+
+/// Whether the container named `name` is a job container: not one of the
+/// sidecars tandem knows.
+pub fn is_job(name: &str) -> bool {
+    sidecars::by_container(name).is_none()
 }
 
 /// Reads `spec.FIELD` as a list of containers; a field that is missing or null is
@@ -69,8 +75,8 @@ pub(super) fn containers<'a>(
         let name = c["name"]
             .as_str()
             .ok_or_else(|| format!("{} has no name", at()))?;
-        let command = words::read(&c["command"], || format!("{}.command", at()))?;
-        let args = words::owned(&c["args"], || format!("{}.args", at()))?;
+        let command = string_list::read(&c["command"], || format!("{}.command", at()))?;
+        let args = string_list::owned(&c["args"], || format!("{}.args", at()))?;
         let env = match &c["env"] {
             Value::Null => None,
             Value::Array(env) if env.iter().all(|e| e["name"].is_string()) => Some(env.as_slice()),
@@ -97,14 +103,14 @@ pub(super) fn containers<'a>(
 
 /// Whether the Pod was changed by an earlier review: its install init
 /// container, or the image volume.
-pub(super) fn injected(spec: &Map<String, Value>, init: &[Container]) -> bool {
+pub(super) fn changed_earlier(spec: &Map<String, Value>, init: &[Container]) -> bool {
     init.iter().any(|c| c.name == INSTALL_CONTAINER)
         || spec
             .get("volumes")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .any(install::is_bin_image_volume)
+            .any(delivery::is_bin_image_volume)
 }
 
 /// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.

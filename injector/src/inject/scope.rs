@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{AUDIT, ENABLED, LABEL};
+use crate::layout::{AUDIT, ENABLED, LABEL};
 
 /// Which route the review came through: it says who opted the Pod in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +16,34 @@ pub enum Scope {
     /// `/mutate/namespace/audit`: the namespace is labelled `audit`; the Pod is
     /// audited unless its own label says otherwise.
     NamespaceAudit,
+}
+
+impl Scope {
+    /// Every route, the labelled Pods' first.
+    pub const ALL: [Scope; 3] = [Scope::Label, Scope::Namespace, Scope::NamespaceAudit];
+
+    /// The path the API server posts its reviews to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Scope::Label => "/mutate",
+            Scope::Namespace => "/mutate/namespace",
+            Scope::NamespaceAudit => "/mutate/namespace/audit",
+        }
+    }
+
+    /// The route whose path is `path`, if any.
+    pub fn from_path(path: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.path() == path)
+    }
+
+    /// What opts a Pod in on this route, in the names of its webhook and binding.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Scope::Label => "pods",
+            Scope::Namespace => "namespaces",
+            Scope::NamespaceAudit => "audit.namespaces",
+        }
+    }
 }
 
 /// What the Pod opted into: the change, or only the annotation saying what

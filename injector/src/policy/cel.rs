@@ -5,14 +5,14 @@
 //! literal list, not from an extension function (Kubernetes 1.36's CEL
 //! environment was not confirmed to have one).
 
-use crate::inject::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
+use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::sidecars::{self, Sidecar};
 
 /// The most job containers the policy looks at: container indices are a literal list.
 pub const MAX_CONTAINERS: usize = 64;
 /// The annotation that gives a container's entrypoint (`PREFIX` + its name):
 /// the webhook's, one home.
-pub use crate::entrypoint::ANNOTATION as ENTRYPOINT_ANNOTATION;
+pub use crate::layout::ENTRYPOINT_ANNOTATION;
 /// The annotation values the policy can read without a JSON parser: a JSON list
 /// of strings without escapes.
 pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;

@@ -20,12 +20,14 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, StructType};
 use serde_json::{Map, Value, json};
 
-use crate::inject::{Scope, TANDEM, plan};
-use crate::install::{Install, Mode};
+use crate::inject::delivery::Mode;
+use crate::inject::{Images, Scope};
+use crate::layout::TANDEM;
 use crate::policy::documents;
 use crate::yaml::Node;
 
-use crate::inject::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
+use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
+use crate::tests::{apply, install, planned};
 
 /// A typed object literal, evaluated to the map of its fields.
 struct Literal(Type);
@@ -97,13 +99,6 @@ fn policy(mode: Mode) -> Policy {
             .collect(),
         variables: named("variables"),
         patch: text(field(field(mutation, "jsonPatch"), "expression")),
-    }
-}
-
-fn install(mode: Mode) -> Install {
-    Install {
-        image: pods::TANDEM_IMAGE.into(),
-        mode,
     }
 }
 
@@ -196,9 +191,7 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
         variables.insert(name.clone(), value);
     }
     let ops = run(&policy.patch, &variables);
-    let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
-    let mut out = pod.clone();
-    json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {ops:?}"));
+    let out = apply(pod, ops.as_array().unwrap());
     Outcome {
         matches,
         variables,
@@ -208,12 +201,7 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
 
 /// The webhook's Pod for `pod`.
 fn webhook(mode: Mode, pod: &Value) -> Value {
-    let request = review("uid-1", pod)["request"].clone();
-    let p = plan(&request, &install(mode), Scope::Label);
-    let mut out = pod.clone();
-    let ops: json_patch::Patch = serde_json::from_value(Value::Array(p.patch)).unwrap();
-    json_patch::patch(&mut out, &ops).unwrap();
-    out
+    planned(pod, &install(mode), Scope::Label, &Images::new()).1
 }
 
 fn names(pod: &Value, pick: impl Fn(&Value) -> bool) -> Vec<String> {
@@ -306,7 +294,7 @@ fn cases(mode: Mode) -> Vec<(String, Value)> {
     clash["spec"]["volumes"]
         .as_array_mut()
         .unwrap()
-        .push(json!({"name": crate::inject::SHARED_VOLUME, "emptyDir": {}}));
+        .push(json!({"name": crate::layout::SHARED_VOLUME, "emptyDir": {}}));
     out.push(("volume clash".into(), clash));
     // Reinvocations: each Pod as the webhook left it, and once more after
     // Istio's injector added its proxy.

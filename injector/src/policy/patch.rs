@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use super::cel::{C, SEVERAL, quote};
-use crate::inject::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME, TANDEM};
-use crate::install::Install;
+use crate::inject::delivery::Install;
+use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME, TANDEM};
 
 /// The JSONPatch that changes the Pod, for `install`'s route.
 pub fn expression(install: &Install) -> String {

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::reference::check_digest;
-use crate::words;
+use crate::string_list;
 
 /// The media types asked for, in the `Accept` header of a manifest request.
 pub const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
@@ -117,7 +117,7 @@ pub fn config(body: &[u8]) -> Result<ImageConfig, String> {
         return Err("the image configuration is not a JSON object".into());
     }
     let words = |name: &str| {
-        words::owned(&json["config"][name], || {
+        string_list::owned(&json["config"][name], || {
             format!("the image configuration's {name}")
         })
     };

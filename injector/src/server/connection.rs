@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use rustls::{ServerConnection, StreamOwned};
 
-use super::Shared;
+use super::http::{self, NoRequest, Request};
 use super::poll::wait;
-use crate::deadline::Deadline;
-use crate::http::{self, Failure};
+use super::routes;
+use super::shared::Shared;
+use super::timed_stream::TimedStream;
 use crate::metrics::{self, Counter};
-use crate::routes;
 use crate::say;
 
 /// One connection: the TLS handshake, then requests until the client closes,
@@ -26,7 +26,7 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
     };
     let limits = shared.limits;
     let fds = [stream.as_raw_fd(), shared.closing.as_raw_fd()];
-    let mut tls = StreamOwned::new(conn, Deadline::new(stream, limits.request));
+    let mut tls = StreamOwned::new(conn, TimedStream::new(stream, limits.request));
     while tls.conn.is_handshaking() {
         if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
             return failed(peer, &e, true);
@@ -45,32 +45,13 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
         }
         tls.sock.renew(limits.request);
         match http::read_request(&mut tls, &mut buf) {
-            Ok(request) => {
-                let read = Instant::now();
-                // While draining, each connection closes after its answer, so
-                // none is left idle, open to a request, when the drain ends.
-                let keep = request.keep_alive && !shared.draining();
-                let (status, kind, body) = routes::answer(
-                    &request,
-                    &shared.install,
-                    &shared.registry,
-                    shared.draining(),
-                    peer,
-                );
-                if let Err(e) = http::write_response(&mut tls, status, kind, &body, keep) {
-                    metrics::count(Counter::ErrorConnection);
-                    say!("warning: {peer}: answering: {e}");
-                    return;
-                }
-                if request.path.starts_with("/mutate") && status == http::OK {
-                    metrics::observe(read.elapsed());
-                }
-                if !keep {
-                    break;
-                }
-            }
-            Err(Failure::Closed) => return,
-            Err(Failure::Refused(status, reason)) => {
+            Ok(request) => match respond(shared, &mut tls, &request, peer) {
+                Some(true) => {}
+                Some(false) => break,
+                None => return,
+            },
+            Err(NoRequest::Closed) => return,
+            Err(NoRequest::Refused(status, reason)) => {
                 metrics::count(Counter::ErrorBadRequest);
                 say!("warning: {peer}: {} {}: {reason}", status.0, status.1);
                 let body = format!("tandem-injector: {reason}\n");
@@ -78,12 +59,40 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                     http::write_response(&mut tls, status, "text/plain", body.as_bytes(), false);
                 break;
             }
-            Err(Failure::Io(e)) => return failed(peer, &e, buf.is_empty()),
+            Err(NoRequest::Io(e)) => return failed(peer, &e, buf.is_empty()),
         }
     }
     tls.conn.send_close_notify();
     tls.sock.renew(Duration::from_secs(1));
     let _ = tls.flush();
+}
+
+/// The TLS stream of one connection.
+type Tls = StreamOwned<ServerConnection, TimedStream>;
+
+/// Answers `request` (counted, its latency observed): whether the connection
+/// stays open for another; `None` when the answer could not be written.
+fn respond(shared: &Shared, tls: &mut Tls, request: &Request, peer: SocketAddr) -> Option<bool> {
+    let read = Instant::now();
+    // While draining, each connection closes after its answer, so none is
+    // left idle, open to a request, when the drain ends.
+    let keep = request.keep_alive && !shared.draining();
+    let (status, kind, body) = routes::answer(
+        request,
+        &shared.install,
+        &shared.registry,
+        shared.draining(),
+        peer,
+    );
+    if let Err(e) = http::write_response(tls, status, kind, &body, keep) {
+        metrics::count(Counter::ErrorConnection);
+        say!("warning: {peer}: answering: {e}");
+        return None;
+    }
+    if request.path.starts_with("/mutate") && status == http::OK {
+        metrics::observe(read.elapsed());
+    }
+    Some(keep)
 }
 
 /// Logs why a connection failed: handshake failures (a client that does not

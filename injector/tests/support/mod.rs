@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use serde_json::Value;
 
 /// The injector binary under test.
 pub const INJECTOR: &str = env!("CARGO_BIN_EXE_tandem-injector");
@@ -395,4 +397,19 @@ impl Conn {
     pub fn closed_by_server(&mut self) -> bool {
         self.more().is_err()
     }
+}
+
+/// The patch in an admission answer applied to `pod` (the Pod as the API
+/// server stores it), and the answer's response object.
+pub fn answered(pod: &Value, answer: &Value) -> (Value, Value) {
+    let response = answer["response"].clone();
+    let Some(patch) = response["patch"].as_str() else {
+        return (pod.clone(), response);
+    };
+    assert_eq!(response["patchType"], "JSONPatch");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .unwrap();
+    let ops: Vec<Value> = serde_json::from_slice(&bytes).unwrap();
+    (pods::apply(pod, &ops), response)
 }

@@ -20,6 +20,20 @@ pub const ISTIO_IMAGE: &str = "docker.io/istio/proxyv2:1.28.0";
 /// The service account token volume the ServiceAccount plugin adds.
 pub const TOKEN_VOLUME: &str = "kube-api-access-7xk2p";
 
+/// `pod` with the JSONPatch `patch` (RFC 6902) applied, as the API server
+/// applies a webhook's or a policy's; panics naming the patch if it fails.
+pub fn apply(pod: &Value, patch: &[Value]) -> Value {
+    let ops: json_patch::Patch = serde_json::from_value(Value::Array(patch.to_vec())).unwrap();
+    let mut out = pod.clone();
+    json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {patch:#?}"));
+    out
+}
+
+/// `words` as owned strings: a command, args, an image's Entrypoint or Cmd.
+pub fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
 /// A container after defaulting, with the token mount, running `command` (None:
 /// the image's entrypoint) and `args`.
 pub fn container(name: &str, image: &str, command: Option<&[&str]>, args: &[&str]) -> Value {

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::inject::{BIN_VOLUME, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, TOKEN_DIR};
+use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, TOKEN_DIR};
 
 /// The route of the binary into the Pod (`--install`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,17 +8,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::inject::TANDEM;
+use crate::inject::report::{Found, Skip};
+use crate::layout::{ENTRYPOINT_ANNOTATION, TANDEM};
 use crate::registry::ImageConfig;
-use crate::report::{Found, Skip};
 
 /// What was found out, before planning, about the images of job containers
 /// without `command` (see `inject::wanted`), by container name: the image's
 /// configuration, or why there is none (with the fix).
 pub type Images = HashMap<String, Result<ImageConfig, String>>;
-
-/// The annotation's prefix; the container's name follows.
-pub const ANNOTATION: &str = "tandem.dev/entrypoint.";
 
 /// The container's new `command`, and its new `args` when they must be set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +78,7 @@ pub fn without_command(
 /// The entrypoint the Pod's annotation gives container `name`: `None` without
 /// the annotation, `Err` when it is not a JSON list of strings.
 pub fn annotated(pod: &Value, name: &str) -> Option<Result<Vec<String>, String>> {
-    let key = format!("{ANNOTATION}{name}");
+    let key = format!("{ENTRYPOINT_ANNOTATION}{name}");
     let value = &pod["metadata"]["annotations"][&key];
     if value.is_null() {
         return None;
@@ -107,11 +104,8 @@ pub fn annotated(pod: &Value, name: &str) -> Option<Result<Vec<String>, String>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::strings;
     use serde_json::json;
-
-    fn s(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| w.to_string()).collect()
-    }
 
     /// Kubernetes' table: image ENTRYPOINT and CMD, container args (no command)
     /// → what runs; the wrapped container runs tandem, `--`, then the same.
@@ -139,15 +133,19 @@ mod tests {
             (&[], &[], &["/a", "a1"], &["/a", "a1"]),
         ];
         for (entrypoint, cmd, args, runs) in rows {
-            let w = wrap(&s(entrypoint), &s(cmd), &s(args)).unwrap();
-            assert_eq!(w.command[..2], s(&[TANDEM, "--"]));
-            let effective_args = w.args.clone().unwrap_or_else(|| s(args));
+            let w = wrap(&strings(entrypoint), &strings(cmd), &strings(args)).unwrap();
+            assert_eq!(w.command[..2], strings(&[TANDEM, "--"]));
+            let effective_args = w.args.clone().unwrap_or_else(|| strings(args));
             let after: Vec<String> = w.command[2..]
                 .iter()
                 .cloned()
                 .chain(effective_args)
                 .collect();
-            assert_eq!(after, s(runs), "{entrypoint:?} {cmd:?} {args:?}: {w:?}");
+            assert_eq!(
+                after,
+                strings(runs),
+                "{entrypoint:?} {cmd:?} {args:?}: {w:?}"
+            );
             // The container's own args are never rewritten.
             if !args.is_empty() {
                 assert_eq!(w.args, None);
@@ -169,7 +167,10 @@ mod tests {
             "tandem.dev/entrypoint.empty": "[]",
             "tandem.dev/entrypoint.nums": "[1]",
         }}});
-        assert_eq!(annotated(&pod, "job"), Some(Ok(s(&["/app/run", "--x"]))));
+        assert_eq!(
+            annotated(&pod, "job"),
+            Some(Ok(strings(&["/app/run", "--x"])))
+        );
         assert_eq!(annotated(&pod, "other"), None);
         assert_eq!(annotated(&json!({}), "job"), None);
         for name in ["bad", "empty", "nums"] {

@@ -5,10 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::http::{self, Request, Status};
 use crate::admission;
-use crate::http::{self, Request, Status};
 use crate::inject::Scope;
-use crate::install::Install;
+use crate::inject::delivery::Install;
 use crate::metrics::{self, Counter};
 use crate::registry::Registry;
 use crate::say;
@@ -24,39 +24,49 @@ pub fn answer(
     draining: bool,
     peer: SocketAddr,
 ) -> (Status, &'static str, Vec<u8>) {
-    let scope = match request.path.as_str() {
-        "/healthz" if request.method == "GET" => {
-            return if draining {
-                let text = b"draining: this replica is stopping\n".to_vec();
-                (http::UNAVAILABLE, "text/plain", text)
-            } else {
-                (http::OK, "text/plain", b"ok\n".to_vec())
-            };
-        }
-        "/metrics" if request.method == "GET" => {
-            return (
-                http::OK,
-                metrics::CONTENT_TYPE,
-                metrics::render().into_bytes(),
-            );
-        }
-        "/mutate" => Scope::Label,
-        "/mutate/namespace" => Scope::Namespace,
-        "/mutate/namespace/audit" => Scope::NamespaceAudit,
-        "/healthz" | "/metrics" => {
+    let get = request.method == "GET";
+    match (request.path.as_str(), Scope::from_path(&request.path)) {
+        ("/healthz", _) if get => health(draining),
+        ("/metrics", _) if get => (
+            http::OK,
+            metrics::CONTENT_TYPE,
+            metrics::render().into_bytes(),
+        ),
+        ("/healthz" | "/metrics", _) => {
             let text = format!("GET {}\n", request.path);
-            return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
+            (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes())
         }
-        _ => {
+        (_, Some(_)) if request.method != "POST" => {
+            let text = format!("tandem-injector: {} takes POST\n", request.path);
+            (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes())
+        }
+        (_, Some(scope)) => review(request, install, scope, registry, peer),
+        (_, None) => {
             let text = "tandem-injector: no such path: POST /mutate, /mutate/namespace or \
                         /mutate/namespace/audit, GET /healthz or /metrics\n";
-            return (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec());
+            (http::NOT_FOUND, "text/plain", text.as_bytes().to_vec())
         }
-    };
-    if request.method != "POST" {
-        let text = format!("tandem-injector: {} takes POST\n", request.path);
-        return (http::METHOD_NOT_ALLOWED, "text/plain", text.into_bytes());
     }
+}
+
+/// `GET /healthz`: 503 once SIGTERM came, so the Service stops sending here.
+fn health(draining: bool) -> (Status, &'static str, Vec<u8>) {
+    if draining {
+        let text = b"draining: this replica is stopping\n".to_vec();
+        (http::UNAVAILABLE, "text/plain", text)
+    } else {
+        (http::OK, "text/plain", b"ok\n".to_vec())
+    }
+}
+
+/// A review on the route `scope`: answered, logged and counted.
+fn review(
+    request: &Request,
+    install: &Install,
+    scope: Scope,
+    registry: &Registry,
+    peer: SocketAddr,
+) -> (Status, &'static str, Vec<u8>) {
     let deadline = Instant::now() + registry.deadline;
     match admission::answer_looking(&request.body, install, scope, registry, deadline) {
         Ok(answer) => {

@@ -7,12 +7,12 @@
 
 use serde_json::{Value, json};
 
-use crate::log;
 use crate::metrics::{self, Counter};
+use crate::say;
 
-/// The annotation every reviewed Job Pod gets: one line, `kubectl describe pod`.
-pub const ANNOTATION: &str = "tandem.dev/injection";
-/// `ANNOTATION` in a JSON Pointer (RFC 6901: `/` is written `~1`).
+use crate::layout::INJECTION_ANNOTATION;
+
+/// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
 
 /// How a wrapped container's command was found.
@@ -158,7 +158,7 @@ impl Report {
     /// are escaped: names in a review come before the API server checks them.
     pub fn line(&self) -> String {
         let words = self.words();
-        log::escape(&if self.audit {
+        say::escape(&if self.audit {
             format!("audit: {words}")
         } else {
             words
@@ -241,8 +241,8 @@ impl Report {
         let line = self.line();
         match &metadata["annotations"] {
             Value::Null => Some(json!({"op": "add", "path": "/metadata/annotations",
-                "value": {ANNOTATION: line}})),
-            Value::Object(map) => match map.get(ANNOTATION) {
+                "value": {INJECTION_ANNOTATION: line}})),
+            Value::Object(map) => match map.get(INJECTION_ANNOTATION) {
                 Some(Value::String(old)) if *old == line || self.earlier => None,
                 _ => Some(json!({"op": "add", "path": POINTER, "value": line})),
             },

@@ -5,34 +5,24 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::inject::tests::pods::{self, container, job_pod, review};
+use crate::inject::delivery::Mode;
+use crate::layout::{BIN_DIR, TANDEM};
 use crate::registry::ImageConfig;
+use crate::tests::pods::{self, container, job_pod, review};
+use crate::tests::{install, planned, strings};
 
 const IMAGE: &str = "registry.example.com/batch:2";
 
-fn s(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
 fn config(entrypoint: &[&str], cmd: &[&str]) -> ImageConfig {
     ImageConfig {
-        entrypoint: s(entrypoint),
-        cmd: s(cmd),
+        entrypoint: strings(entrypoint),
+        cmd: strings(cmd),
     }
 }
 
 /// The plan for `pod` given `images`, and the Pod with its patch applied.
 fn applied(pod: &Value, images: &Images) -> (Plan, Value) {
-    let request = review("uid-1", pod)["request"].clone();
-    let install = Install {
-        image: pods::TANDEM_IMAGE.into(),
-        mode: crate::install::Mode::EmptyDir,
-    };
-    let plan = plan_with(&request, &install, Scope::Label, images);
-    let mut out = pod.clone();
-    let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch.clone())).unwrap();
-    json_patch::patch(&mut out, &ops).unwrap_or_else(|e| panic!("{e}: {:#?}", plan.patch));
-    (plan, out)
+    planned(pod, &install(Mode::EmptyDir), Scope::Label, images)
 }
 
 fn one_job(args: &[&str]) -> Value {
@@ -87,8 +77,8 @@ fn every_row_of_the_command_args_table_is_wrapped_as_the_runtime_would_run_it() 
         let mut ran: Vec<String> = serde_json::from_value(c["command"].clone()).unwrap();
         let args: Vec<String> = serde_json::from_value(c["args"].clone()).unwrap_or_default();
         ran.extend(args);
-        let mut expected = s(&[TANDEM, "--"]);
-        expected.extend(s(runs));
+        let mut expected = strings(&[TANDEM, "--"]);
+        expected.extend(strings(runs));
         assert_eq!(ran, expected, "{entrypoint:?} {cmd:?}: {:#?}", plan.patch);
         assert_eq!(c["volumeMounts"][1]["mountPath"], BIN_DIR);
         assert!(

@@ -51,7 +51,7 @@ pub struct Request {
 
 /// Why no request came.
 #[derive(Debug)]
-pub enum Failure {
+pub enum NoRequest {
     /// The client closed the connection between requests.
     Closed,
     /// A request the injector refuses: answer with this status and reason.
@@ -60,37 +60,37 @@ pub enum Failure {
     Io(io::Error),
 }
 
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Failure {
-        Failure::Io(e)
+impl From<io::Error> for NoRequest {
+    fn from(e: io::Error) -> NoRequest {
+        NoRequest::Io(e)
     }
 }
 
 /// Reads one request from `stream`. `buf` holds bytes already read past the
 /// previous request and keeps what arrives past this one.
-pub fn read_request(stream: &mut impl Read, buf: &mut Vec<u8>) -> Result<Request, Failure> {
+pub fn read_request(stream: &mut impl Read, buf: &mut Vec<u8>) -> Result<Request, NoRequest> {
     let (head_len, method, path, length, keep_alive) = loop {
         if let Some(head) = parse_head(buf)? {
             break head;
         }
         if buf.len() >= MAX_HEAD {
-            return Err(Failure::Refused(
+            return Err(NoRequest::Refused(
                 HEADERS_TOO_LARGE,
                 format!("the request head is above {} KiB", MAX_HEAD / 1024),
             ));
         }
         if fill(stream, buf, MAX_HEAD - buf.len())? == 0 {
             return Err(if buf.is_empty() {
-                Failure::Closed
+                NoRequest::Closed
             } else {
-                Failure::Io(io::ErrorKind::UnexpectedEof.into())
+                NoRequest::Io(io::ErrorKind::UnexpectedEof.into())
             });
         }
     };
     buf.drain(..head_len);
     while buf.len() < length {
         if fill(stream, buf, length - buf.len())? == 0 {
-            return Err(Failure::Io(io::ErrorKind::UnexpectedEof.into()));
+            return Err(NoRequest::Io(io::ErrorKind::UnexpectedEof.into()));
         }
     }
     let body: Vec<u8> = buf.drain(..length).collect();
@@ -106,7 +106,7 @@ type Head = (usize, String, String, usize, bool);
 
 /// The head at the start of `buf` once complete: its length, method, path,
 /// body length and keep-alive; `None` while it is incomplete.
-fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, NoRequest> {
     if buf.is_empty() {
         return Ok(None);
     }
@@ -116,13 +116,13 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => {
-            return Err(Failure::Refused(
+            return Err(NoRequest::Refused(
                 HEADERS_TOO_LARGE,
                 format!("more than {MAX_HEADERS} headers"),
             ));
         }
         Err(e) => {
-            return Err(Failure::Refused(
+            return Err(NoRequest::Refused(
                 BAD_REQUEST,
                 format!("not an HTTP/1.1 request: {e}"),
             ));
@@ -131,27 +131,37 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     let method = req.method.unwrap_or_default().to_string();
     let target = req.path.unwrap_or_default();
     let path = target.split('?').next().unwrap_or_default().to_string();
+    let (length, keep_alive) = read_headers(req.headers, req.version == Some(1))?;
+    let length = body_length(length, &method)?;
+    Ok(Some((head_len, method, path, length, keep_alive)))
+}
+
+/// What the headers say: the body's length (if given) and whether the
+/// connection is kept (`keep_alive`: HTTP/1.1's default).
+fn read_headers(
+    headers: &[httparse::Header],
+    mut keep_alive: bool,
+) -> Result<(Option<usize>, bool), NoRequest> {
     let mut length = None;
-    let mut keep_alive = req.version == Some(1);
-    for h in req.headers.iter() {
+    for h in headers {
         let value = String::from_utf8_lossy(h.value);
         let value = value.trim();
         if h.name.eq_ignore_ascii_case("content-length") {
             let n: usize = value.parse().map_err(|_| {
-                Failure::Refused(
+                NoRequest::Refused(
                     BAD_REQUEST,
                     format!("Content-Length {value:?} is not a number"),
                 )
             })?;
             if length.is_some_and(|m| m != n) {
-                return Err(Failure::Refused(
+                return Err(NoRequest::Refused(
                     BAD_REQUEST,
                     "two different Content-Length headers".into(),
                 ));
             }
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(Failure::Refused(
+            return Err(NoRequest::Refused(
                 NOT_IMPLEMENTED,
                 format!("Transfer-Encoding {value:?} is not accepted: send Content-Length"),
             ));
@@ -168,26 +178,26 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
             }
         }
     }
-    let length = match length {
-        Some(n) if n > MAX_BODY => {
-            return Err(Failure::Refused(
-                TOO_LARGE,
-                format!(
-                    "a body of {n} bytes is above the {} MiB limit",
-                    MAX_BODY / (1024 * 1024)
-                ),
-            ));
-        }
-        Some(n) => n,
-        None if method == "POST" => {
-            return Err(Failure::Refused(
-                LENGTH_REQUIRED,
-                "a POST needs Content-Length".into(),
-            ));
-        }
-        None => 0,
-    };
-    Ok(Some((head_len, method, path, length, keep_alive)))
+    Ok((length, keep_alive))
+}
+
+/// The body's length: `Content-Length` within the limit; required of a POST.
+fn body_length(length: Option<usize>, method: &str) -> Result<usize, NoRequest> {
+    match length {
+        Some(n) if n > MAX_BODY => Err(NoRequest::Refused(
+            TOO_LARGE,
+            format!(
+                "a body of {n} bytes is above the {} MiB limit",
+                MAX_BODY / (1024 * 1024)
+            ),
+        )),
+        Some(n) => Ok(n),
+        None if method == "POST" => Err(NoRequest::Refused(
+            LENGTH_REQUIRED,
+            "a POST needs Content-Length".into(),
+        )),
+        None => Ok(0),
+    }
 }
 
 /// Reads at most `most` more bytes into `buf`; the count read (0 at the end).
@@ -250,12 +260,12 @@ mod tests {
         loop {
             match read_request(&mut stream, &mut buf) {
                 Ok(r) => out.push(Ok(r)),
-                Err(Failure::Closed) => return out,
-                Err(Failure::Refused(s, m)) => {
+                Err(NoRequest::Closed) => return out,
+                Err(NoRequest::Refused(s, m)) => {
                     out.push(Err(format!("{} {m}", s.0)));
                     return out;
                 }
-                Err(Failure::Io(e)) => {
+                Err(NoRequest::Io(e)) => {
                     out.push(Err(format!("io {e}")));
                     return out;
                 }

@@ -36,7 +36,7 @@ pub fn escape(text: &str) -> String {
 /// `line` with `format!` arguments.
 #[macro_export]
 macro_rules! say {
-    ($($arg:tt)*) => { $crate::log::line(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::say::line(format_args!($($arg)*)) };
 }
 
 #[cfg(test)]

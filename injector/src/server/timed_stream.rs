@@ -8,16 +8,16 @@ use std::time::{Duration, Instant};
 
 /// A `TcpStream` with a deadline over all of its I/O.
 #[derive(Debug)]
-pub struct Deadline {
+pub struct TimedStream {
     /// The socket.
     pub stream: TcpStream,
     until: Instant,
 }
 
-impl Deadline {
+impl TimedStream {
     /// Wraps `stream` with a deadline `within` from now.
-    pub fn new(stream: TcpStream, within: Duration) -> Deadline {
-        Deadline {
+    pub fn new(stream: TcpStream, within: Duration) -> TimedStream {
+        TimedStream {
             stream,
             until: Instant::now() + within,
         }
@@ -46,14 +46,14 @@ fn timed_out(e: io::Error) -> io::Error {
     }
 }
 
-impl Read for Deadline {
+impl Read for TimedStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.stream.set_read_timeout(Some(self.left()?))?;
         self.stream.read(buf).map_err(timed_out)
     }
 }
 
-impl Write for Deadline {
+impl Write for TimedStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.stream.set_write_timeout(Some(self.left()?))?;
         self.stream.write(buf).map_err(timed_out)

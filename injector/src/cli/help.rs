@@ -1,0 +1,117 @@
+//! `--help`, rendered from the option table within 80 columns, as the
+//! wrapper's: each option's line wrapped at [`HELP_COLUMN`], its variable in
+//! brackets after its text.
+
+use super::options::OPTIONS;
+
+/// Where an option's text starts, after `  --flag VALUE` and padding.
+pub(super) const HELP_COLUMN: usize = 24;
+/// `--help` fits a classic terminal, as `tandem --help` does.
+pub const HELP_WIDTH: usize = 80;
+
+/// `--help` before the options.
+const USAGE: &str = "\
+tandem-injector: a Kubernetes admission webhook that puts tandem into the Pods
+of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).
+
+Usage:
+  tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [OPTIONS]
+  tandem-injector policy --image IMAGE [--install MODE]
+  tandem-injector webhook [--install MODE]
+  tandem-injector audit [FILE|-] [--output table|json]
+  tandem-injector --help | --version
+
+Options (variable in brackets; an option overrides its variable):
+";
+
+/// `--help` after the options.
+const FOOTER: &str = "  --help, --version
+
+Serves POST /mutate (Pods labelled), POST /mutate/namespace (namespaces
+labelled), GET /healthz and GET /metrics. SIGTERM: /healthz answers 503,
+reviews are answered for --drain, then it stops accepting, answers what is in
+flight and exits 0. `policy` prints, as YAML, the admission policies that make
+the same change with no server (Kubernetes 1.36+); `webhook` prints the
+webhook's MutatingWebhookConfiguration. `audit` reads a List of Pods (kubectl
+get pods -A -o json | tandem-injector audit -) and prints the Jobs' Pods stuck
+on their sidecars and what the injection would do to each, with no network
+call; input that is not such a List exits 65. Bad usage exits 64.
+";
+
+/// The `--help` text.
+pub fn help() -> String {
+    let mut out = String::from(USAGE);
+    for o in OPTIONS {
+        let lead = format!("  {} {}", o.flag, o.value);
+        let text = format!("{} [{}]", o.help, o.var);
+        let mut lines = Vec::new();
+        wrap(&text, HELP_WIDTH - HELP_COLUMN, &mut lines);
+        if lead.len() >= HELP_COLUMN {
+            out.push_str(&lead);
+            out.push('\n');
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let lead = if i == 0 && lead.len() < HELP_COLUMN {
+                lead.as_str()
+            } else {
+                ""
+            };
+            out.push_str(&format!("{lead:<HELP_COLUMN$}{line}\n"));
+        }
+    }
+    out.push_str(FOOTER);
+    out
+}
+
+/// Breaks `text` at spaces into lines of at most `width` characters (a longer
+/// word stands alone), appending them to `lines`.
+fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
+    let mut rest = text.trim();
+    while rest.chars().count() > width {
+        let limit = rest
+            .char_indices()
+            .nth(width + 1)
+            .map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..limit]
+            .rfind(' ')
+            .or_else(|| rest.find(' '))
+            .unwrap_or(rest.len());
+        lines.push(&rest[..cut]);
+        rest = rest[cut..].trim_start();
+    }
+    lines.push(rest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::options::Command;
+    use super::*;
+
+    #[test]
+    fn help_fits_80_columns_and_lines_up_the_options() {
+        let text = help();
+        for line in text.lines() {
+            assert!(line.chars().count() <= HELP_WIDTH, "{line:?}");
+        }
+        let drain = text.lines().find(|l| l.starts_with("  --drain")).unwrap();
+        assert_eq!(&drain[HELP_COLUMN..HELP_COLUMN + 10], "on SIGTERM");
+    }
+
+    #[test]
+    fn each_usage_line_names_the_options_its_command_takes() {
+        for (word, command) in Command::NAMED {
+            let line = USAGE
+                .lines()
+                .find(|l| l.starts_with(&format!("  tandem-injector {word} ")))
+                .unwrap();
+            for o in OPTIONS {
+                assert_eq!(
+                    line.contains(o.flag),
+                    o.commands.contains(&command),
+                    "{word} {}",
+                    o.flag
+                );
+            }
+        }
+    }
+}

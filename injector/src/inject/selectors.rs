@@ -1,0 +1,95 @@
+//! The injection's reach as the API server reads it (SPEC §10): the object
+//! and namespace selectors of each route, the namespaces never touched and
+//! the owned-by-a-Job match condition. The webhook's configuration
+//! (`webhook`) and the admission policy's bindings (`policy`) are both built
+//! from here, so the two cannot disagree on which Pods are sent; `scope` is
+//! the same rule as the server applies it to a review.
+
+use super::scope::Scope;
+use crate::layout::{AUDIT, ENABLED, LABEL};
+use crate::yaml::{Node, map, s, strs};
+
+/// The namespace the injector runs in (its Service's, in the webhook's
+/// configuration).
+pub const INJECTOR_NAMESPACE: &str = "tandem-system";
+/// Namespaces never changed: the injector's own and the cluster's.
+pub const SYSTEM_NAMESPACES: [&str; 2] = [INJECTOR_NAMESPACE, "kube-system"];
+/// The match condition's name.
+pub const OWNED_BY_A_JOB: &str = "owned-by-a-job";
+/// The match condition's CEL: a Job owns the Pod (a CronJob's Job included).
+pub const OWNED_BY_A_JOB_CEL: &str = "has(object.metadata.ownerReferences) &&\n  \
+     object.metadata.ownerReferences.exists(o,\n    \
+     o.kind == 'Job' && o.apiVersion.startsWith('batch/'))";
+
+/// The owned-by-a-Job match condition, as an item of `matchConditions`.
+pub fn owned_by_a_job() -> Node {
+    map([
+        ("name", s(OWNED_BY_A_JOB)),
+        ("expression", s(OWNED_BY_A_JOB_CEL)),
+    ])
+}
+
+/// Who sends a route its Pods: the webhook, which also annotates the Pods
+/// under audit, or the admission policy, which cannot and leaves them alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// The `MutatingWebhookConfiguration`.
+    Webhook,
+    /// The `MutatingAdmissionPolicyBinding`s.
+    Policy,
+}
+
+/// The Pods a route is sent: labelled ones (`enabled`, and `audit` for the
+/// webhook), or (namespace routes) those without the label, whose namespace
+/// decides.
+pub fn objects(scope: Scope, sender: Sender) -> Node {
+    match (scope, sender) {
+        (Scope::Label, Sender::Webhook) => expressions(&[(LABEL, "In", &[ENABLED, AUDIT])]),
+        (Scope::Label, Sender::Policy) => map([(
+            "matchLabels",
+            Node::Map(vec![(LABEL.to_string(), s(ENABLED))]),
+        )]),
+        (Scope::Namespace | Scope::NamespaceAudit, _) => {
+            expressions(&[(LABEL, "DoesNotExist", &[])])
+        }
+    }
+}
+
+/// The namespaces a route is sent Pods of: any but the system ones, or
+/// (namespace routes) those labelled `enabled` (or `audit`) but those.
+pub fn namespaces(scope: Scope) -> Node {
+    let labelled = |value| {
+        expressions(&[
+            (LABEL, "In", &[value]),
+            ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
+        ])
+    };
+    match scope {
+        Scope::Label => not_system(),
+        Scope::Namespace => labelled(ENABLED),
+        Scope::NamespaceAudit => labelled(AUDIT),
+    }
+}
+
+/// Every namespace but the system ones.
+pub fn not_system() -> Node {
+    expressions(&[("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES)])
+}
+
+/// A `matchExpressions` selector: key, operator, values (none for `DoesNotExist`).
+fn expressions(each: &[(&str, &str, &[&str])]) -> Node {
+    let list = each
+        .iter()
+        .map(|(key, operator, values)| {
+            let mut e = vec![
+                ("key".to_string(), s(*key)),
+                ("operator".to_string(), s(*operator)),
+            ];
+            if !values.is_empty() {
+                e.push(("values".to_string(), strs(values)));
+            }
+            Node::Map(e)
+        })
+        .collect();
+    map([("matchExpressions", Node::List(list))])
+}
