@@ -387,10 +387,17 @@ e2e-audit:
 ## created through the webhook and through the policy (emptydir and image-volume),
 ## must come out identical; the warning policy must warn on an opted-in Job with a
 ## container without command; reviews after the webhook's connection sat idle are
-## answered. Opt-in, not part of `make test`: it needs a kube-apiserver 1.36+ and
-## an etcd you provide, e.g. `make e2e-apiserver KUBE_APISERVER=/path ETCD=/path`.
-## E2E_IDLE lists the idle waits in seconds (default 9.9 10 10.1 95). With
-## KUBE_CONTROLLER_MANAGER=/path too, real Jobs make the Pods as well.
+## answered. The webhook's cases run on the API server emulating each of
+## E2E_VERSIONS (default 1.33 1.34 1.35 1.36, `--emulated-version`), everything
+## on the last. Then what each route adds to a Pod create, against its floor (no
+## admission; a webhook call that changes nothing; a one-operation policy):
+## medians of E2E_COST_CREATES (600) dry-run creates a route, one at a time, with
+## the API server's own histograms (injector/scripts/admission_cost.py; goal: each
+## route within 1.5x its floor). Opt-in, not part of `make test`: it needs a
+## kube-apiserver 1.36+ and an etcd you provide, e.g. `make e2e-apiserver
+## KUBE_APISERVER=/path ETCD=/path`. E2E_IDLE lists the idle waits in seconds
+## (default 9.9 10 10.1 95). With KUBE_CONTROLLER_MANAGER=/path too, real Jobs
+## make the Pods as well.
 .PHONY: e2e-apiserver
 KUBE_APISERVER ?=
 ETCD ?=
@@ -406,7 +413,7 @@ e2e-apiserver:
 		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
 		exit 2; fi
 	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
-	$(CARGO) build --locked -p tandem-injector
+	$(CARGO) build --release --locked -p tandem-injector
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
-		target/debug/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
+		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)

@@ -21,6 +21,16 @@ pub struct Failure {
     pub what: String,
     /// The TCP connection could not be made at all (SPEC §5.2 pilot-agent fallback).
     pub no_connection: bool,
+    /// The connection was made, then closed or reset before an answer.
+    pub closed: bool,
+}
+
+impl Failure {
+    /// Nothing listens there any more, or it hung up without answering: what a
+    /// sidecar that is itself stopping does (SPEC §5.3).
+    pub fn peer_gone(&self) -> bool {
+        self.no_connection || self.closed
+    }
 }
 
 /// Builds the shared agent. Proxies from the environment are ignored on purpose:
@@ -112,6 +122,13 @@ pub fn post_empty(agent: &Agent, url: &str, timeout: Option<Duration>) -> Result
 }
 
 fn describe(e: &ureq::Error) -> Failure {
+    let closed = matches!(e, ureq::Error::Io(io) if matches!(
+        io.kind(),
+        ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::UnexpectedEof
+            | ErrorKind::BrokenPipe
+    ));
     let (what, no_connection) = match e {
         ureq::Error::Io(io) => match io.kind() {
             ErrorKind::ConnectionRefused => ("connection refused".to_string(), true),
@@ -133,5 +150,6 @@ fn describe(e: &ureq::Error) -> Failure {
     Failure {
         what,
         no_connection,
+        closed,
     }
 }

@@ -41,7 +41,8 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
         }
         Task::QuitOnly => {
             let Started(cfg, _relay, channel) = start(&cli).map_err(exit::fail)?;
-            let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel);
+            let stopping = signals::got_sigterm();
+            let quit_failed = quit::after(&cfg.quit, &Outcome::Exited(0), &channel, stopping);
             Ok(exit::finish(&Outcome::Exited(0), quit_failed))
         }
         // Wait → run → --on-exit → quit → the app's status (SPEC §3–§5, §11).
@@ -54,7 +55,8 @@ fn lifecycle() -> Result<ExitCode, ExitCode> {
             };
             outcome.log(cfg.has_sidecars());
             on_exit::run(&cfg, &outcome, &relay, &channel);
-            let quit_failed = quit::after(&cfg.quit, &outcome, &channel);
+            let stopping = signals::got_sigterm();
+            let quit_failed = quit::after(&cfg.quit, &outcome, &channel, stopping);
             Ok(exit::finish(&outcome, quit_failed))
         }
     }

@@ -46,7 +46,13 @@ struct QuitPlan {
 /// `channel` brings a terminating signal that ends the wait for them. Returns the
 /// first quit that failed (no answer, a non-2xx answer of Istio/Envoy, a known
 /// sidecar's "not enabled"), in one line for the termination log (SPEC §7).
-pub fn after(q: &QuitConfig, outcome: &Outcome, channel: &Channel) -> Option<String> {
+/// `stopping`: tandem got SIGTERM first, so the sidecars did too (SPEC §5.3).
+pub fn after(
+    q: &QuitConfig,
+    outcome: &Outcome,
+    channel: &Channel,
+    stopping: bool,
+) -> Option<String> {
     let mut failed = outcome.status() != 0;
     if let Some(jobs) = &q.job_containers {
         match siblings::finish(jobs, failed, channel) {
@@ -55,7 +61,7 @@ pub fn after(q: &QuitConfig, outcome: &Outcome, channel: &Channel) -> Option<Str
             Err(line) => return Some(line),
         }
     }
-    send(&plan(q, failed), q.pkill_fallback, q.timeout)
+    send(&plan(q, failed), q.pkill_fallback, q.timeout, stopping)
 }
 
 /// What the quit phase needs before anything else starts: the settings that have
@@ -151,18 +157,23 @@ fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
 /// Istio/Envoy is stopped: one hanging endpoint must not use up the time the
 /// sidecar's own quit needs, or the Pod would never complete. Their answers are
 /// still collected until the deadline.
-fn send(plan: &QuitPlan, fallback: PkillFallback, timeout: Option<Duration>) -> Option<String> {
+fn send(
+    plan: &QuitPlan,
+    fallback: PkillFallback,
+    timeout: Option<Duration>,
+    stopping: bool,
+) -> Option<String> {
     if let Some(why) = plan.kept {
         log::info!("{why}");
     }
     let start = Instant::now();
     let deadline = timeout.map(|t| start + t);
     let agent = http::agent();
-    let mut generic = Fanout::start(&agent, &plan.generic, deadline);
+    let mut generic = Fanout::start(&agent, &plan.generic, deadline, stopping);
     let mut sidecar_failed = None;
     if let Some(stop) = &plan.sidecar {
         generic.collect(timeout.map(|t| start + t / 2));
-        sidecar_failed = stop_sidecar_by(&agent, stop, fallback, deadline);
+        sidecar_failed = stop_sidecar_by(&agent, stop, fallback, deadline, stopping);
     }
     generic.collect(deadline);
     generic.give_up();

@@ -38,7 +38,7 @@ use disposition::{Ignored, ignored_at_start, set_ignored, set_mask_empty};
 
 pub use disposition::AppSignals;
 pub use names::name;
-pub use relay::{Relay, Signals};
+pub use relay::{Relay, Signals, got_sigterm};
 use which::FATAL;
 pub use which::{TERMINATING, relayed};
 

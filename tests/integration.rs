@@ -53,6 +53,8 @@ mod sidecars;
 mod signals;
 /// Seeded runs against random sidecars, quits, timeouts and app outcomes (SPEC §3–§7).
 mod soak;
+/// A quit that finds the sidecar gone after SIGTERM: the Pod is stopping (SPEC §5.3).
+mod stopping;
 /// 10,000 mixed signals while the app runs: no crash, no leak, all relayed (SPEC §4).
 mod storm;
 mod support;

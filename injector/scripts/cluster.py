@@ -3,7 +3,8 @@ e2e-apiserver`: etcd and a kube-apiserver the developer provides, a CA and a
 serving certificate made with openssl, a static admin token, and a small REST
 client (urllib) that keeps each answer's `Warning` headers.
 
-With a kube-controller-manager too, Jobs make their Pods. Nothing here builds
+With a kube-controller-manager too, Jobs make their Pods. With an emulated
+version, the API server behaves as that older release (`--emulated-version`). Nothing here builds
 or fetches the servers: their paths are given.
 """
 
@@ -60,7 +61,7 @@ def make_pki(dir):
 class Cluster:
     """etcd and kube-apiserver under `dir`, stopped by `stop()`."""
 
-    def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None):
+    def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None, emulated=None):
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.procs = []
@@ -91,6 +92,7 @@ class Cluster:
             f"--service-account-key-file={d / 'sa.pub'}",
             f"--service-account-signing-key-file={d / 'sa.key'}",
             "--service-cluster-ip-range=10.96.0.0/16", "--profiling=false",
+            *([f"--emulated-version={emulated}"] if emulated else []),
         ])
         self.ssl = ssl.create_default_context(cafile=str(d / "ca.crt"))
         self._wait_ready()

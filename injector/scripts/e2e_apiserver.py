@@ -26,8 +26,17 @@ It checks:
     idle (IDLE seconds, default around the old 10 s limit and past 90 s) are
     answered: the Pod is injected.
 
-Every mismatch is printed with the case, the JSON path and both values; it
-exits 1 if there is any, 2 on a setup failure.
+The API server is started once for each version of E2E_VERSIONS (default
+1.33 1.34 1.35 1.36), emulating it (`--emulated-version`): the webhook passes
+run on each (image-volume from 1.35, where image volumes are on by default);
+the policy passes, the idle waits and the real Jobs only on the last, as the
+policy needs `admissionregistration.k8s.io/v1`'s MutatingAdmissionPolicy
+(1.36). On the last, admission_cost then measures what each route adds to a
+Pod create against its floor, and prints the figures.
+
+Every mismatch is printed with the case, the JSON path and both values, as is
+a route whose added cost is over its goal; it exits 1 if there is any, 2 on a
+setup failure.
 
 With KUBE_CONTROLLER_MANAGER set (in the environment), real Jobs are created
 too in the webhook and policy passes (emptydir): the Pods the Job controller
@@ -50,6 +59,7 @@ import yaml
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).parent))
+import admission_cost as cost_mod  # noqa: E402
 import cluster as k8s  # noqa: E402
 from mesh_webhook import MeshWebhook  # noqa: E402
 
@@ -61,6 +71,9 @@ MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.
 # Fields the API server sets per object, not part of what admission did.
 VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
 DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
+# The versions a 1.36 API server emulates (--emulated-version), oldest first;
+# E2E_VERSIONS overrides. The newest runs everything, the others the webhook.
+EMULATED = ["1.33", "1.34", "1.35", "1.36"]
 # The webhook's account of what it did (SPEC §10); a policy cannot write one.
 REPORT = "tandem.dev/injection"
 # The cases tandem must leave untouched.
@@ -459,22 +472,36 @@ def main(argv):
     workdir = Path(workdir).resolve()
     subprocess.run(["rm", "-rf", str(workdir)], check=True)
     kcm = os.environ.get("KUBE_CONTROLLER_MANAGER") or None
-    api = k8s.Cluster(kube_apiserver, etcd, workdir / "cluster", kcm)
-    try:
-        return run(api, injector, original, workdir, idle, kcm)
-    except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
-        print(f"e2e-apiserver: FAILED: {e}", file=sys.stderr)
-        return 2
-    finally:
-        api.stop()
+    versions = os.environ.get("E2E_VERSIONS", "").split() or EMULATED
+    problems = 0
+    for version in versions:
+        newest = version == versions[-1]
+        print(f"== kube-apiserver emulating {version}"
+              f"{': webhook, policy, idle, cost' if newest else ': webhook'}")
+        api = None
+        try:
+            api = k8s.Cluster(kube_apiserver, etcd, workdir / f"cluster-{version}",
+                              kcm if newest else None, emulated=version)
+            problems += run(api, injector, original, workdir / version, idle, kcm, version, newest)
+        except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
+            print(f"e2e-apiserver: FAILED on {version}: {e}", file=sys.stderr)
+            return 2
+        finally:
+            if api:
+                api.stop()
+    print(f"e2e-apiserver: {problems} mismatches in all")
+    return 1 if problems else 0
 
 
-def run(api, injector, original, workdir, idle, kcm):
+def run(api, injector, original, workdir, idle, kcm, emulated, newest):
+    """The passes on one API server; the number of mismatches. The policy
+    passes, the idle waits and the cost figures only on the newest version."""
+    workdir.mkdir(parents=True, exist_ok=True)
     version, _ = api.must("GET", "/version")
     print(f"kube-apiserver {version.get('gitVersion')} at {api.url}; logs in {workdir}")
     group, _ = api.must("GET", "/apis/admissionregistration.k8s.io/v1")
     served = {r["name"] for r in group["resources"]}
-    if "mutatingadmissionpolicies" not in served:
+    if newest and "mutatingadmissionpolicies" not in served:
         raise k8s.Failed(f"admissionregistration.k8s.io/v1 serves no mutatingadmissionpolicies: {served}")
     for ns, labels in [(NS, {}), (NS_LABELLED, {LABEL: "enabled"})]:
         k8s.create(api, {"apiVersion": "v1", "kind": "Namespace",
@@ -485,48 +512,138 @@ def run(api, injector, original, workdir, idle, kcm):
     r = Run(api, injector, original, workdir)
     print(f"{len(r.cases)} cases: {', '.join(n for n, _, _ in r.cases)}")
     r.pass_("baseline")
-    for mode in ["emptydir", "image-volume"]:
+    print(f"  emulating {version.get('emulationMajor', '?')}.{version.get('emulationMinor', '?')}")
+    # Image volumes are on by default from 1.35 (an older API server drops the field).
+    modes = ["emptydir"] + (["image-volume"] if int(emulated.split(".")[1]) >= 35 else [])
+    for mode in modes:
         print(f"webhook-{mode}:")
         hook = Webhook(api, injector, mode, workdir)
         wait_injecting(api, r.plain, f"webhook-{mode}")
         r.pass_(f"webhook-{mode}")
-        if kcm and mode == "emptydir":
+        if kcm and newest and mode == "emptydir":
             r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
         r.reported(f"webhook-{mode}")
         if mode == "emptydir":
             r.reinvoked(f"webhook-{mode}")
         r.again(f"webhook-{mode}")
-        if mode == "emptydir":
+        if mode == "emptydir" and newest:
             r.idle(idle)
         hook.stop()
-
-        print(f"policy-{mode}:")
-        objects = policy(api, injector, mode)
-        wait_injecting(api, r.plain, f"policy-{mode}")
-        r.pass_(f"policy-{mode}")
-        if kcm and mode == "emptydir":
-            r.jobs(f"policy-{mode}")
-        r.untouched(f"policy-{mode}")
-        if mode == "emptydir":
-            r.reinvoked(f"policy-{mode}")
-        r.again(f"policy-{mode}")
-        r.same(f"webhook-{mode}", f"policy-{mode}")
-        if mode == "emptydir":
-            r.warnings()
-            print("both-emptydir:")
-            hook = Webhook(api, injector, mode, workdir)
-            time.sleep(2)
-            r.pass_("both-emptydir")
-            r.same("policy-emptydir", "both-emptydir")
-            hook.stop()
-        r.metrics()
-        r.type_checking(objects)
-        for obj in reversed(objects):
-            k8s.delete(api, obj)
-        time.sleep(2)
+        if newest:
+            policy_passes(r, api, injector, mode, kcm)
+    if newest:
+        cost(r, api, injector)
     print(f"e2e-apiserver: {len(r.problems)} mismatches")
-    return 1 if r.problems else 0
+    return len(r.problems)
+
+
+def policy_passes(r, api, injector, mode, kcm):
+    """The printed policy's Pods, compared with the webhook's."""
+    print(f"policy-{mode}:")
+    objects = policy(api, injector, mode)
+    wait_injecting(api, r.plain, f"policy-{mode}")
+    r.pass_(f"policy-{mode}")
+    if kcm and mode == "emptydir":
+        r.jobs(f"policy-{mode}")
+    r.untouched(f"policy-{mode}")
+    if mode == "emptydir":
+        r.reinvoked(f"policy-{mode}")
+    r.again(f"policy-{mode}")
+    r.same(f"webhook-{mode}", f"policy-{mode}")
+    if mode == "emptydir":
+        r.warnings()
+        print("both-emptydir:")
+        hook = Webhook(api, injector, mode, r.workdir)
+        time.sleep(2)
+        r.pass_("both-emptydir")
+        r.same("policy-emptydir", "both-emptydir")
+        hook.stop()
+    r.metrics()
+    r.type_checking(objects)
+    for obj in reversed(objects):
+        k8s.delete(api, obj)
+    time.sleep(2)
+
+
+def until(api, pod, done, what, bound=30.0):
+    """Until creating `pod` answers a Pod for which `done` holds (informers
+    take a moment to see a change of configuration)."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if done(create_pod(api, NS, pod)[0]):
+            return
+        time.sleep(0.2)
+    raise k8s.Failed(f"{what}: not in effect after {bound:.0f} s")
+
+
+def cost(r, api, injector):
+    """What each route adds to a Pod create (admission_cost), every answer
+    checked: injected where the route injects. E2E_COST_CREATES (creates a
+    route, 600), E2E_COST_ROUNDS (3), E2E_COST_POLICY (a printed policy to
+    measure instead of this build's), E2E_COST_VARIANTS=1 (where the policy's
+    time goes, one variable at a time)."""
+    n = int(os.environ.get("E2E_COST_CREATES", "600"))
+    rounds = max(1, int(os.environ.get("E2E_COST_ROUNDS", "3")))
+    if n <= 0:
+        print("admission cost: E2E_COST_CREATES=0, not measured")
+        return
+    given = os.environ.get("E2E_COST_POLICY")
+    text = Path(given).read_text() if given else subprocess.run(
+        [injector, "policy", "--image", IMAGE], check=True, capture_output=True,
+        text=True).stdout
+    printed = [d for d in yaml.safe_load_all(text) if d]
+    print(f"admission cost: the policy of {given or injector}")
+    plain, held, wrong = r.plain, {}, []
+
+    def webhook_on():
+        held["hook"] = Webhook(api, injector, "emptydir", r.workdir)
+        until(api, plain, injected, "webhook")
+
+    def webhook_off():
+        held.pop("hook").stop()
+        until(api, plain, lambda p: not injected(p), "webhook gone")
+
+    def objects(objs, done):
+        def on():
+            for obj in objs:
+                k8s.create(api, obj)
+            until(api, plain, done, objs[0]["metadata"]["name"])
+
+        def off():
+            for obj in reversed(objs):
+                k8s.delete(api, obj)
+            until(api, plain, lambda p: not done(p), f"{objs[0]['metadata']['name']} gone")
+        return on, off
+
+    labelled = cost_mod.labelled_by_floor
+    routes = {"none": (lambda: None, lambda: None),
+              "webhook-unchanged": (webhook_on, webhook_off), "webhook": (webhook_on, webhook_off),
+              "policy-one-op": objects(cost_mod.floor_policy(printed), labelled),
+              "policy": objects(printed, injected)}
+    expect = {"none": lambda p: not injected(p), "webhook-unchanged": injected,
+              "webhook": injected, "policy": injected, "policy-one-op": labelled}
+    variants = cost_mod.variants(printed) if os.environ.get("E2E_COST_VARIANTS") == "1" else {}
+    for name, objs in variants.items():
+        routes[name], expect[name] = objects(objs, labelled), labelled
+    pods = {name: plain for name in routes}
+    pods["webhook-unchanged"] = copy.deepcopy(r.stored["webhook-emptydir"]["plain"])
+
+    def check(route, status, pod):
+        if status != 201 or not expect[route](pod):
+            wrong.append(route)
+    m = cost_mod.Measure(api, NS, pods, check, max(1, n // rounds))
+    cost_mod.measure(cost_mod.ROUTES + list(variants), routes, m, rounds)
+    for p in m.report():
+        r.problem(p)
+    if variants:
+        print("  the printed policy's match and one operation, after evaluating:")
+        for name in ["policy-one-op", *variants, "policy"]:
+            print(f"    {name:22} added {m.added(name):+.2f} ms")
+        m.where(list(variants))
+    for route in sorted(set(wrong)):
+        r.problem(f"admission cost: {wrong.count(route)} answers of {route} "
+                  "were not what the route makes")
 
 
 if __name__ == "__main__":

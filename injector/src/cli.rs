@@ -1,8 +1,8 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
 //! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each
 //! with its variable (the option wins); the `policy` command with `--image` and
-//! `--install`, `webhook` with `--install`, and `audit` with `--output` and a
-//! FILE. `args` is the one lexopt loop,
+//! `--install`, `webhook` with `--install`, and `audit [FILE|-]` with
+//! `--output`. `args` is the one lexopt loop,
 //! filling the named fields of the `options` table's rows (each row names the
 //! commands that take it); the values are checked here, before anything is
 //! opened (`values`); a bad or missing value is one line naming the option or
@@ -12,9 +12,8 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::audit::command as audit;
 use crate::inject::delivery::{Install, Mode};
 use crate::registry::{self, Credentials};
 use crate::server::Limits;
@@ -25,10 +24,11 @@ mod help;
 mod options;
 mod values;
 
+use crate::audit::command::Output;
 use args::Read;
 pub use help::{HELP_WIDTH, help};
 use options::{CERT, Command, Given, IMAGE, KEY, Setting};
-use values::{missing, parse_duration, parse_image, parse_listen, parse_mode};
+use values::{missing, parse_duration, parse_image, parse_listen, parse_mode, parse_output};
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
 pub const EX_USAGE: u8 = 64;
@@ -59,10 +59,10 @@ pub enum Task {
     Run(Config),
     /// Print the admission policies for this image and route (`policy`).
     Policy(Install),
-    /// Audit a List of Pods (`audit`).
-    Audit(audit::Args),
     /// Print the webhook's configuration for this route (`webhook`).
     Webhook(Mode),
+    /// Audit a List of Pods (`audit`).
+    Audit(crate::audit::command::Args),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -85,19 +85,9 @@ pub fn parse(
         Read::Version => Ok(Task::Version),
         Read::Command(Command::Policy, given) => Ok(Task::Policy(install(&given)?)),
         Read::Command(Command::Webhook, given) => Ok(Task::Webhook(mode(&given)?)),
+        Read::Command(Command::Audit, given) => audit(&given).map(Task::Audit),
         Read::Command(Command::Serve, given) => serve(*given, &var).map(Task::Run),
-        Read::Command(Command::Audit, given) => audit(*given).map(Task::Audit),
     }
-}
-
-/// `audit`'s FILE (`-` or none: standard input) and `--output`.
-fn audit(given: Given) -> Result<audit::Args, String> {
-    let output = match &given.output {
-        Some(Setting { from, value }) => audit::Output::parse(from, value)?,
-        None => audit::Output::default(),
-    };
-    let input = given.file.filter(|f| f != "-").map(Into::into);
-    Ok(audit::Args { input, output })
 }
 
 /// `--image` (required) and `--install`.
@@ -110,6 +100,16 @@ fn install(given: &Given) -> Result<Install, String> {
         image,
         mode: mode(given)?,
     })
+}
+
+/// `audit`'s FILE (`-` or none: standard input) and `--output`.
+fn audit(given: &Given) -> Result<crate::audit::command::Args, String> {
+    let output = match &given.output {
+        Some(Setting { from, value }) => parse_output(from, value)?,
+        None => Output::default(),
+    };
+    let input = given.input.clone().filter(|f| f != "-").map(PathBuf::from);
+    Ok(crate::audit::command::Args { input, output })
 }
 
 /// `--install`, `emptydir` when not given.

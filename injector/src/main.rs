@@ -22,11 +22,11 @@ fn main() -> ExitCode {
             print!("{}", policy::render(&install));
             return ExitCode::SUCCESS;
         }
-        Ok(Task::Audit(args)) => return audit::command::run(&args),
         Ok(Task::Webhook(mode)) => {
             print!("{}", webhook::render(mode));
             return ExitCode::SUCCESS;
         }
+        Ok(Task::Audit(args)) => return audit::command::run(&args),
         Ok(Task::Help) => {
             print!("{}", cli::help());
             return ExitCode::SUCCESS;

@@ -10,7 +10,7 @@ pub mod patch;
 
 use crate::inject::Scope;
 use crate::inject::delivery::Install;
-use crate::inject::selectors::{self, Sender};
+use crate::inject::selectors::{self, Reader};
 use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
 
@@ -55,87 +55,124 @@ fn route(scope: Scope) -> Node {
         "MutatingAdmissionPolicyBinding",
         &format!("{NAME}-{}", scope.noun()),
         None,
-        selectors::objects(scope, Sender::Policy),
+        selectors::objects(scope, Reader::Policy),
         selectors::namespaces(scope),
     )
 }
 
 fn mutating(install: &Install) -> Node {
-    let containers = format!("size(object.spec.containers) <= {}", cel::MAX_CONTAINERS);
-    let variables = [
-        ("sidecars", cel::sidecar_names()),
+    let mut conditions = vec![selectors::owned_by_a_job()];
+    conditions.extend(named(&[
         (
-            "inits",
-            "has(object.spec.initContainers) ? object.spec.initContainers : []".to_string(),
+            "few-containers",
+            format!("size(object.spec.containers) <= {}", cel::MAX_CONTAINERS),
         ),
-        ("injected", cel::injected()),
-        ("cmds", cel::commands()),
-        ("jobs", cel::jobs()),
-        ("wrap", cel::wrap()),
-        ("several", "size(variables.wrap) > 1".to_string()),
+        ("something-to-do", cel::something_to_do()),
+    ]));
+    let spec = map([
+        ("failurePolicy", s("Ignore")),
+        ("reinvocationPolicy", s("IfNeeded")),
+        ("matchConstraints", rules(&[""], &["CREATE"], &["pods"])),
+        ("matchConditions", Node::List(conditions)),
+        ("variables", Node::List(named(&variables()))),
         (
-            "names",
-            "variables.wrap.map(i, object.spec.containers[i].name)".to_string(),
+            "mutations",
+            Node::List(vec![map([
+                ("patchType", s("JSONPatch")),
+                (
+                    "jsonPatch",
+                    map([("expression", s(patch::expression(install)))]),
+                ),
+            ])]),
         ),
-        // Every job container wrapped: only then does a tandem quit the sidecars.
-        (
-            "quit",
-            "!variables.jobs.exists(i, size(variables.cmds[i]) == 0)".to_string(),
-        ),
-        ("mains", "object.spec.containers.map(c, c.name)".to_string()),
-        (
-            "natives",
-            "variables.inits.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')\n  \
-             .map(c, c.name)"
-                .to_string(),
-        ),
-        ("envs", cel::ENV_NAMES.to_string()),
-        (
-            "meshFree",
-            cel::sets_none(&["TANDEM_MESH", "TANDEM_READY_URLS"]),
-        ),
-        ("severalFree", cel::sets_none(&cel::SEVERAL)),
-        ("mesh", cel::mesh()),
-        ("ready", cel::ready()),
-    ];
-    let variables = variables
-        .into_iter()
-        .map(|(name, expression)| map([("name", s(name)), ("expression", s(expression))]))
-        .collect();
+    ]);
     map([
         ("apiVersion", s(API)),
         ("kind", s("MutatingAdmissionPolicy")),
         ("metadata", map([("name", s(NAME))])),
-        (
-            "spec",
-            map([
-                ("failurePolicy", s("Ignore")),
-                ("reinvocationPolicy", s("IfNeeded")),
-                ("matchConstraints", rules(&[""], &["CREATE"], &["pods"])),
-                (
-                    "matchConditions",
-                    Node::List(vec![
-                        selectors::owned_by_a_job(),
-                        map([("name", s("few-containers")), ("expression", s(containers))]),
-                    ]),
-                ),
-                ("variables", Node::List(variables)),
-                (
-                    "mutations",
-                    Node::List(vec![map([
-                        ("patchType", s("JSONPatch")),
-                        (
-                            "jsonPatch",
-                            map([("expression", s(patch::expression(install)))]),
-                        ),
-                    ])]),
-                ),
-            ]),
-        ),
+        ("spec", spec),
     ])
 }
 
+/// The mutating policy's variables, each after those it reads.
+fn variables() -> Vec<(&'static str, String)> {
+    let init_count = "has(object.spec.initContainers) ? size(object.spec.initContainers) : 0";
+    vec![
+        ("mains", "object.spec.containers.map(c, c.name)".into()),
+        (
+            "natives",
+            "has(object.spec.initContainers) ?\n  object.spec.initContainers\n    \
+             .filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')\n    \
+             .map(c, c.name) : []"
+                .into(),
+        ),
+        ("injected", cel::injected()),
+        (
+            "initMounts",
+            format!("'/spec/initContainers/' + string({init_count}) + '/volumeMounts'"),
+        ),
+        ("quit", cel::quit()),
+        ("jobs", cel::jobs()),
+        ("wrap", cel::wrap()),
+        ("several", "size(variables.wrap) > 1".into()),
+        ("names", "variables.wrap.map(j, j.c.name).join(',')".into()),
+        (
+            "sharing",
+            "variables.several ? variables.wrap.filter(j, j.severalFree) : []".into(),
+        ),
+        ("mesh", cel::mesh()),
+        ("waited", cel::waited()),
+    ]
+}
+
+/// A list of named expressions: match conditions or variables.
+fn named<N: AsRef<str>>(each: &[(N, String)]) -> Vec<Node> {
+    each.iter()
+        .map(|(name, expression)| {
+            map([
+                ("name", s(name.as_ref())),
+                ("expression", s(expression.as_str())),
+            ])
+        })
+        .collect()
+}
+
 fn validating() -> Node {
+    let message = format!(
+        "'tandem: ' + variables.missing.join(', ') + ' has no command and no ' +\n  \
+         '{}NAME annotation (a JSON list of strings without ' +\n  \
+         'escapes), so the ' +\n  \
+         'admission policy cannot wrap it, and no tandem of this Pod will stop the ' +\n  \
+         'sidecars: set command to the image entrypoint, or the annotation'",
+        cel::ENTRYPOINT_ANNOTATION
+    );
+    let validation = map([
+        (
+            "expression",
+            s("!variables.optedIn || size(variables.missing) == 0"),
+        ),
+        ("messageExpression", s(message)),
+    ]);
+    let spec = map([
+        ("failurePolicy", s("Ignore")),
+        (
+            "matchConstraints",
+            rules(&["batch"], &["CREATE", "UPDATE"], &["jobs", "cronjobs"]),
+        ),
+        ("variables", Node::List(named(&warning_variables()))),
+        ("validations", Node::List(vec![validation])),
+    ]);
+    map([
+        ("apiVersion", s(API)),
+        ("kind", s("ValidatingAdmissionPolicy")),
+        ("metadata", map([("name", s(format!("{NAME}-warn")))])),
+        ("spec", spec),
+    ])
+}
+
+/// The warning policy's variables: the Pod template, whether it is opted in,
+/// and its job containers without a command or the annotation.
+fn warning_variables() -> Vec<(&'static str, String)> {
     let template = "object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template :\n  \
                     object.spec.template";
     let opted_in = format!(
@@ -152,49 +189,12 @@ fn validating() -> Node {
          !(has(variables.template.metadata) &&\n  {}))\n  .map(c, c.name)",
         cel::has_entrypoint("variables.template.metadata", "c.name"),
     );
-    let message = format!(
-        "'tandem: ' + variables.missing.join(', ') + ' has no command and no ' +\n  \
-         '{}NAME annotation (a JSON list of strings without ' +\n  \
-         'escapes), so the ' +\n  \
-         'admission policy cannot wrap it, and no tandem of this Pod will stop the ' +\n  \
-         'sidecars: set command to the image entrypoint, or the annotation'",
-        cel::ENTRYPOINT_ANNOTATION
-    );
-    let variables = [
+    vec![
         ("sidecars", cel::sidecar_names()),
         ("template", template.to_string()),
         ("optedIn", opted_in),
         ("missing", missing),
     ]
-    .into_iter()
-    .map(|(name, expression)| map([("name", s(name)), ("expression", s(expression))]))
-    .collect();
-    map([
-        ("apiVersion", s(API)),
-        ("kind", s("ValidatingAdmissionPolicy")),
-        ("metadata", map([("name", s(format!("{NAME}-warn")))])),
-        (
-            "spec",
-            map([
-                ("failurePolicy", s("Ignore")),
-                (
-                    "matchConstraints",
-                    rules(&["batch"], &["CREATE", "UPDATE"], &["jobs", "cronjobs"]),
-                ),
-                ("variables", Node::List(variables)),
-                (
-                    "validations",
-                    Node::List(vec![map([
-                        (
-                            "expression",
-                            s("!variables.optedIn || size(variables.missing) == 0"),
-                        ),
-                        ("messageExpression", s(message)),
-                    ])]),
-                ),
-            ]),
-        ),
-    ])
 }
 
 fn rules(groups: &[&str], operations: &[&str], resources: &[&str]) -> Node {
@@ -277,10 +277,16 @@ mod tests {
     fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
         let text = render(&install(Mode::EmptyDir));
         for (container, s) in crate::sidecars::injected() {
-            assert!(text.contains(&format!("'{container}'")), "{container}");
-            assert!(text.contains(&format!("['{}']", s.preset)), "{}", s.preset);
+            let pair = format!("['{container}', '{}']", s.preset);
+            assert!(text.contains(&pair), "{pair}");
+            if let Some(url) = s.ready.filter(|_| s.port_var.is_none()) {
+                assert!(
+                    text.contains(&format!("s == '{container}' ? '{url}'")),
+                    "{url}"
+                );
+            }
         }
-        assert!(text.contains("'http://127.0.0.1:' + ((has(c.env)"));
+        assert!(text.contains("'http://127.0.0.1:' + ((has(j.c.env)"));
         assert!(text.contains("'DAPR_HTTP_PORT'"));
     }
 

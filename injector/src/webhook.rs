@@ -1,13 +1,13 @@
 //! `tandem-injector webhook` (SPEC §10): the `MutatingWebhookConfiguration`
 //! that sends the injector its reviews, printed as YAML: one webhook for each
-//! route (Pods labelled; namespaces labelled, Pods unlabelled; namespaces
-//! labelled `audit`), each reaching the Pods the policy's bindings do
-//! (`inject::selectors`) and those under audit, which the policy leaves alone.
+//! route (Pods labelled; namespaces labelled enabled or audit, Pods
+//! unlabelled), each reaching the Pods the policy's bindings do, and those
+//! under audit, which the policy leaves alone (`inject::selectors`).
 //! `deploy/tandem-injector.yaml` ends with what it prints.
 
 use crate::inject::Scope;
 use crate::inject::delivery::Mode;
-use crate::inject::selectors::{self, INJECTOR_NAMESPACE, Sender};
+use crate::inject::selectors::{self, INJECTOR_NAMESPACE, Reader};
 use crate::policy::{API, NAME};
 use crate::yaml::{self, Node, map, s, strs};
 
@@ -36,10 +36,9 @@ pub fn render(mode: Mode) -> String {
 /// The reasons behind the configuration, printed above it.
 const WHY: &str = "\
 #
-# Three webhooks, one server: Pods labelled tandem.dev/inject=enabled anywhere,
-# and every Pod without that label in a namespace labelled so; the value audit
-# (on a Pod or a namespace, the third webhook) changes nothing but the
-# annotation tandem.dev/injection, saying what would be done. matchConditions
+# Three webhooks, one server: Pods labelled tandem.dev/inject=enabled (or
+# audit) anywhere, and every Pod without that label in a namespace labelled
+# enabled, or audit. Under audit a Pod is only annotated with what would be done. matchConditions
 # sends only the Pods a Job owns (a CronJob's Job included), so a Deployment's
 # Pods in a labelled namespace never wait on the injector; it would allow them
 # untouched anyway. matchConditions is GA from Kubernetes 1.30 and beta, on by
@@ -55,7 +54,7 @@ const WHY: &str = "\
 # (cert-manager.yaml); without cert-manager, self-signed.sh does.
 ";
 
-/// The `MutatingWebhookConfiguration` with a webhook for each route.
+/// The `MutatingWebhookConfiguration` with a webhook per route.
 pub fn configuration() -> Node {
     let annotation = Node::Map(vec![(
         "cert-manager.io/inject-ca-from".to_string(),
@@ -95,7 +94,7 @@ fn webhook(scope: Scope) -> Node {
         ("admissionReviewVersions", strs(&["v1"])),
         ("clientConfig", map([("service", service)])),
         ("rules", Node::List(vec![rule])),
-        ("objectSelector", selectors::objects(scope, Sender::Webhook)),
+        ("objectSelector", selectors::objects(scope, Reader::Webhook)),
         ("namespaceSelector", selectors::namespaces(scope)),
         (
             "matchConditions",

@@ -247,10 +247,10 @@ fn the_audit_command_reads_a_list_of_pods_and_exits_65_on_anything_else_64_on_ba
             "unknown option --all-namespaces (see --help)",
         ),
         (
-            &["audit", "-o", "yaml"],
+            &["audit", "--output", "yaml"],
             b"",
             64,
-            "-o \"yaml\": expected table or json",
+            "--output \"yaml\": expected table or json",
         ),
         (&["audit", missing.to_str().unwrap()], b"", 66, "audit: "),
     ];

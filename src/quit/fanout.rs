@@ -15,6 +15,8 @@ use crate::value::url::HttpUrl;
 /// each URL still unanswered at the end gets its own line too (SPEC §5.3).
 pub(super) struct Fanout<'a> {
     urls: &'a [HttpUrl],
+    /// tandem got SIGTERM before the quit phase (SPEC §5.3).
+    stopping: bool,
     requests: Jobs<Result<u16, http::Failure>>,
     /// The first failure line, for the termination log.
     pub(super) failed: Option<String>,
@@ -25,10 +27,15 @@ impl<'a> Fanout<'a> {
         agent: &Agent,
         urls: &'a [HttpUrl],
         deadline: Option<Instant>,
+        stopping: bool,
     ) -> Fanout<'a> {
         let requests = urls.iter().map(|url| {
             let (agent, url) = (agent.clone(), url.raw.clone());
-            move || request_until_listening(&agent, &url, deadline)
+            // A sidecar that stops with the Pod will not start listening again.
+            move || match stopping {
+                true => request(&agent, &url, deadline),
+                false => request_until_listening(&agent, &url, deadline),
+            }
         });
         let (requests, not_started) = Jobs::start("quit", requests);
         for (_, e) in not_started {
@@ -36,6 +43,7 @@ impl<'a> Fanout<'a> {
         }
         Fanout {
             urls,
+            stopping,
             requests,
             failed: None,
         }
@@ -44,7 +52,7 @@ impl<'a> Fanout<'a> {
     /// Logs answers until all are in or `until` passes (`None`: until all are in).
     pub(super) fn collect(&mut self, until: Option<Instant>) {
         while let Some((i, result)) = self.requests.next_by(until) {
-            let failed = log_result(&self.urls[i], Whose::Generic, &result);
+            let failed = log_result(&self.urls[i], Whose::Generic, &result, self.stopping);
             self.failed = self.failed.take().or(failed);
         }
     }
@@ -52,7 +60,8 @@ impl<'a> Fanout<'a> {
     /// Logs every URL that never answered.
     pub(super) fn give_up(&mut self) {
         for i in self.requests.unanswered() {
-            let failed = log_result(&self.urls[i], Whose::Generic, &Err(no_answer()));
+            let no = Err(no_answer());
+            let failed = log_result(&self.urls[i], Whose::Generic, &no, self.stopping);
             self.failed = self.failed.take().or(failed);
         }
     }
@@ -63,6 +72,7 @@ pub(super) fn no_answer() -> http::Failure {
     http::Failure {
         what: "no answer by the quit deadline".into(),
         no_connection: false,
+        closed: false,
     }
 }
 
@@ -73,10 +83,11 @@ pub(super) fn post_one(
     url: &HttpUrl,
     whose: Whose,
     deadline: Option<Instant>,
+    stopping: bool,
 ) -> Result<(), (String, bool)> {
     let result = request_by(agent, &url.raw, deadline);
     let no_connection = result.as_ref().is_err_and(|f| f.no_connection);
-    match log_result(url, whose, &result) {
+    match log_result(url, whose, &result, stopping) {
         Some(failed) => Err((failed, no_connection)),
         None => Ok(()),
     }
@@ -127,6 +138,7 @@ fn request(agent: &Agent, url: &str, deadline: Option<Instant>) -> Result<u16, h
         Some(left) if left.is_zero() => Err(http::Failure {
             what: "no time left before the quit deadline".into(),
             no_connection: false,
+            closed: false,
         }),
         left => http::post_empty(agent, url, left),
     }

@@ -26,10 +26,14 @@ pub(super) enum Whose {
 /// known sidecar's "not enabled", or Istio/Envoy answering anything but 2xx (it
 /// did not agree to stop). A failed quit is an error, since the Pod will not
 /// complete (SPEC §8); a generic endpoint's non-2xx answer is a warning.
+/// When the Pod is `stopping` (tandem got SIGTERM first), a sidecar that
+/// refuses the connection or hangs up is already stopping: said at info level,
+/// not a failure (SPEC §5.3).
 pub(super) fn log_result(
     url: &HttpUrl,
     whose: Whose,
     result: &Result<u16, http::Failure>,
+    stopping: bool,
 ) -> Option<String> {
     let shown = url.redacted();
     // A known sidecar's row says which answers mean its endpoint is off.
@@ -53,6 +57,13 @@ pub(super) fn log_result(
                 Level::Error,
             ),
         },
+        Err(failure) if stopping && failure.peer_gone() => (
+            format!(
+                "quit POST {shown}: {}: the sidecar is already stopping: the Pod is terminating",
+                failure.what
+            ),
+            Level::Info,
+        ),
         Err(failure) => {
             let mut line = format!("quit POST {shown} failed: {}", failure.what);
             let refused = failure.no_connection.then_some(Answer::NoConnection);
@@ -110,25 +121,25 @@ mod tests {
         let url = url("http://127.0.0.1:15020/quitquitquit");
         for status in [500, 503, 404, 302, 403] {
             for whose in [Whose::PilotAgent, Whose::EnvoyKill, Whose::EnvoyAdmin] {
-                let line = log_result(&url, whose, &Ok(status)).unwrap_or_default();
+                let line = log_result(&url, whose, &Ok(status), false).unwrap_or_default();
                 assert!(
                     line.contains(&format!(": {status} (not 2xx: ")),
                     "{whose:?} {line}"
                 );
             }
-            assert_eq!(log_result(&url, Whose::Generic, &Ok(status)), None);
+            assert_eq!(log_result(&url, Whose::Generic, &Ok(status), false), None);
         }
         for whose in [Whose::Generic, Whose::PilotAgent, Whose::EnvoyAdmin] {
-            assert_eq!(log_result(&url, whose, &Ok(200)), None);
-            assert_eq!(log_result(&url, whose, &Ok(204)), None);
+            assert_eq!(log_result(&url, whose, &Ok(200), false), None);
+            assert_eq!(log_result(&url, whose, &Ok(204), false), None);
         }
-        let line = log_result(&url, Whose::PilotAgent, &Ok(404)).unwrap_or_default();
+        let line = log_result(&url, Whose::PilotAgent, &Ok(404), false).unwrap_or_default();
         assert!(line.contains("status port (15020)"), "{line}");
     }
 
     #[test]
     fn hints_name_what_the_user_sets_for_known_sidecars_only() {
-        let line = |s: &str, status| log_result(&url(s), Whose::Generic, &Ok(status));
+        let line = |s: &str, status| log_result(&url(s), Whose::Generic, &Ok(status), false);
         let hint = |s: &str, status| line(s, status).unwrap_or_default();
         assert!(hint("http://127.0.0.1:4191/shutdown", 404).contains("proxy-admin-shutdown"));
         assert!(hint("http://127.0.0.1:8200/agent/v1/quit", 405).contains("agent-enable-quit"));
@@ -139,15 +150,17 @@ mod tests {
         let refused = http::Failure {
             what: "connection refused".into(),
             no_connection: true,
+            closed: false,
         };
         let failed = |s: &str, failure: &http::Failure| {
-            log_result(&url(s), Whose::Generic, &Err(failure.clone())).unwrap_or_default()
+            log_result(&url(s), Whose::Generic, &Err(failure.clone()), false).unwrap_or_default()
         };
         assert!(failed("http://127.0.0.1:9091/quitquitquit", &refused).contains("--quitquitquit"));
         assert!(!failed("http://127.0.0.1:9092/quitquitquit", &refused).contains("--quitquitquit"));
         let timed_out = http::Failure {
             what: "timed out".into(),
             no_connection: false,
+            closed: false,
         };
         assert!(
             !failed("http://127.0.0.1:9091/quitquitquit", &timed_out).contains("--quitquitquit")

@@ -39,6 +39,7 @@ pub(super) fn stop_sidecar_by(
     stop: &SidecarStop,
     fallback: PkillFallback,
     deadline: Option<Instant>,
+    stopping: bool,
 ) -> Option<String> {
     // pilot-agent's SIGINT fallback follows a failed POST: the POST ends a little
     // before the deadline, so the fallback still happens within it.
@@ -54,10 +55,10 @@ pub(super) fn stop_sidecar_by(
         _ => deadline,
     };
     let (agent, owned) = (agent.clone(), stop.clone());
-    let stopping = move || stop_sidecar(&agent, &owned, fallback, post_deadline);
-    match run_by("quit", deadline, stopping) {
+    let quit = move || stop_sidecar(&agent, &owned, fallback, post_deadline, stopping);
+    match run_by("quit", deadline, quit) {
         Some(failed) => failed,
-        None => log_result(stop.url(), stop.whose(), &Err(no_answer())),
+        None => log_result(stop.url(), stop.whose(), &Err(no_answer()), stopping),
     }
 }
 
@@ -90,14 +91,15 @@ fn stop_sidecar(
     stop: &SidecarStop,
     fallback: PkillFallback,
     deadline: Option<Instant>,
+    stopping: bool,
 ) -> Option<String> {
     let whose = stop.whose();
     match stop {
-        SidecarStop::EnvoyKill(url) => post_one(agent, url, whose, deadline)
+        SidecarStop::EnvoyKill(url) => post_one(agent, url, whose, deadline, stopping)
             .err()
             .map(|(line, _)| line),
         SidecarStop::PilotAgent(url) => {
-            let (failed, no_connection) = post_one(agent, url, whose, deadline).err()?;
+            let (failed, no_connection) = post_one(agent, url, whose, deadline, stopping).err()?;
             let signal = match fallback {
                 PkillFallback::OnRefused => no_connection,
                 PkillFallback::OnAnyFailure => true,
@@ -110,7 +112,7 @@ fn stop_sidecar(
             if fallback != PkillFallback::Never && pilot_agent::interrupt_all() {
                 None
             } else {
-                post_one(agent, url, whose, deadline)
+                post_one(agent, url, whose, deadline, stopping)
                     .err()
                     .map(|(line, _)| line)
             }

@@ -4,6 +4,7 @@
 
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
@@ -38,6 +39,15 @@ enum Target {
     /// is told instead (a tandem waiting for the other job containers ends on a
     /// terminating signal, SPEC §9).
     Done,
+}
+
+/// Set once another process sent tandem SIGTERM: the kubelet sends it to every
+/// container of a Pod that is stopping, the sidecars too (SPEC §5.3).
+static GOT_SIGTERM: AtomicBool = AtomicBool::new(false);
+
+/// Whether another process has sent tandem SIGTERM.
+pub fn got_sigterm() -> bool {
+    GOT_SIGTERM.load(Ordering::SeqCst)
 }
 
 /// The handlers are installed; the relay thread reads what they deliver.
@@ -155,6 +165,9 @@ fn relay_forever(
         };
         let carried = pending.filter(|info| Origin::of(info) != Origin::Tandem);
         for sig in carried.map(|info| info.si_signo).chain(fatal::take_sent()) {
+            if sig == libc::SIGTERM {
+                GOT_SIGTERM.store(true, Ordering::SeqCst);
+            }
             relay_one(&lock(target), sig, events);
         }
     }

@@ -1,9 +1,8 @@
-//! `tandem-injector audit [FILE|-] [--output table|json]`: what it was asked
-//! (read by `cli`, the one command line) and its run. Bad usage is one line and exit
+//! `tandem-injector audit [FILE|-] [--output table|json]`: its run (the
+//! command line is `cli`'s, as every command's). Bad usage is one line and exit
 //! 64, input that is not a List of Pods one line and exit 65, a file that
 //! cannot be read one line and exit 66 (sysexits' codes, as the wrapper's).
 
-use std::ffi::OsString;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,18 +25,6 @@ pub enum Output {
     Table,
     /// One JSON object.
     Json,
-}
-
-impl Output {
-    /// The format `value` names; `from` (the option or variable) names it in
-    /// the error line.
-    pub fn parse(from: &str, value: &OsString) -> Result<Output, String> {
-        match value.to_str() {
-            Some("table") => Ok(Output::Table),
-            Some("json") => Ok(Output::Json),
-            _ => Err(format!("{from} {value:?}: expected table or json")),
-        }
-    }
 }
 
 /// What `audit` was asked.

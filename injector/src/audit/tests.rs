@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use super::command::{Args, Output};
 use super::{Audit, audit, list, render, would};
 use crate::cli::{Task, parse};
-use crate::inject::delivery::Mode;
-use crate::inject::{Images, Scope};
+use crate::inject::Images;
+use crate::inject::delivery::{Install, Mode};
+use crate::inject::{Scope, plan_with};
 use crate::registry::ImageConfig;
-use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod};
-use crate::tests::{install, patched, planned, request};
+use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
 
 /// A container state as the kubelet writes it.
 fn state(word: &str) -> Value {
@@ -173,15 +173,21 @@ fn every_sidecar_still_running_is_named_in_the_pods_order() {
 /// The webhook's annotation for `pod` opted in through `/mutate`, its images
 /// answered by `images`.
 fn webhook_line(pod: &Value, images: &Images) -> String {
-    let (plan, _) = planned(pod, &install(Mode::EmptyDir), Scope::Label, images);
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: Mode::EmptyDir,
+    };
+    let request = review("uid-1", pod)["request"].clone();
+    let plan = plan_with(&request, &install, Scope::Label, images);
     plan.report.expect("a Job's Pod has a report").line()
 }
 
 #[test]
 fn what_the_injection_would_do_is_the_webhooks_own_annotation() {
     for (name, pod) in pods::cases() {
+        let request = review("uid-1", &pod)["request"].clone();
         // A registry's answer for each image it would look up.
-        let images: Images = crate::inject::wanted(&request(&pod), Scope::Label)
+        let images: Images = crate::inject::wanted(&request, Scope::Label)
             .into_iter()
             .map(|(c, _)| {
                 (
@@ -226,7 +232,18 @@ fn a_pod_that_opts_out_would_be_left_alone_and_an_injected_one_is_said_so() {
         would::would(&pod),
         "nothing: its label tandem.dev/inject: disabled opts it out"
     );
-    let (_, injected) = patched(&classic("j"));
+    let install = Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: Mode::EmptyDir,
+    };
+    let plan = crate::inject::plan(
+        &review("u", &classic("j"))["request"],
+        &install,
+        Scope::Label,
+    );
+    let mut injected = classic("j");
+    let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch)).unwrap();
+    json_patch::patch(&mut injected, &ops).unwrap();
     assert_eq!(
         would::would(&injected),
         "wrapped job (by an earlier review)"
@@ -500,7 +517,7 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         file("pods.json", Output::Json)
     );
     assert_eq!(
-        cli("audit pods.json -o json"),
+        cli("audit pods.json --output json"),
         file("pods.json", Output::Json)
     );
     assert_eq!(
@@ -524,7 +541,10 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
             "--image i audit",
             "--image is not an option of audit, which takes --output",
         ),
-        ("--output json", "--output is not an option of the server"),
+        (
+            "audit --install emptydir",
+            "--install is not an option of audit",
+        ),
         ("policy --image i audit", "unexpected argument \"audit\""),
     ];
     for (args, expected) in cases {
@@ -532,13 +552,4 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         assert!(err.starts_with(expected), "{args}: {err}");
     }
     assert!(crate::cli::help().contains("tandem-injector audit [FILE|-] [--output table|json]"));
-    // Its variable, as every option's; the option wins.
-    let var = |name: &str| (name == "TANDEM_INJECTOR_OUTPUT").then(|| "json".into());
-    let json = Ok(Task::Audit(Args {
-        input: None,
-        output: Output::Json,
-    }));
-    assert_eq!(parse(["audit".into()], var), json);
-    let table = parse(["audit", "-o", "table"].map(Into::into), var);
-    assert_eq!(table, Ok(Task::Audit(Args::default())));
 }

@@ -4,11 +4,18 @@
 
 use serde_json::{Value, json};
 
-use crate::inject::delivery::Mode;
-use crate::inject::{Images, Plan, Scope, wanted};
+use crate::inject::Images;
+use crate::inject::delivery::{Install, Mode};
+use crate::inject::{Plan, Scope, plan, plan_with, wanted};
 use crate::registry::ImageConfig;
-use crate::tests::pods::{self, job_container, job_pod};
-use crate::tests::{install, request};
+use crate::tests::pods::{self, job_container, job_pod, review};
+
+fn install() -> Install {
+    Install {
+        image: pods::TANDEM_IMAGE.into(),
+        mode: Mode::EmptyDir,
+    }
+}
 
 fn labelled(pod: &Value, label: Option<&str>) -> Value {
     let mut pod = pod.clone();
@@ -20,9 +27,8 @@ fn labelled(pod: &Value, label: Option<&str>) -> Value {
     pod
 }
 
-/// The plan for `pod` through `scope`, and the Pod with its patch applied.
-fn planned(pod: &Value, scope: Scope, images: &Images) -> (Plan, Value) {
-    crate::tests::planned(pod, &install(Mode::EmptyDir), scope, images)
+fn planned(pod: &Value, scope: Scope, images: &Images) -> Plan {
+    plan_with(&review("uid-1", pod)["request"], &install(), scope, images)
 }
 
 /// The one operation an audit answers with: the annotation, `line`.
@@ -38,10 +44,9 @@ fn annotation_only(plan: &Plan, line: &str) {
 #[test]
 fn a_pod_labelled_audit_gets_only_the_annotation_saying_what_enabled_would_do() {
     for (name, pod) in pods::cases() {
-        let (enabled, _) = planned(&pod, Scope::Label, &Images::new());
+        let enabled = planned(&pod, Scope::Label, &Images::new());
         let line = enabled.report.as_ref().unwrap().line();
-        let audited = labelled(&pod, Some("audit"));
-        let (audit, _) = planned(&audited, Scope::Label, &Images::new());
+        let audit = planned(&labelled(&pod, Some("audit")), Scope::Label, &Images::new());
         annotation_only(&audit, &format!("audit: {line}"));
         assert!(audit.warnings.is_empty(), "{name}: {:?}", audit.warnings);
         assert!(audit.report.as_ref().unwrap().audit, "{name}");
@@ -76,7 +81,7 @@ fn a_pods_own_label_wins_over_its_namespaces_audit_and_the_other_way_round() {
         (Scope::Label, None, None),
         (Scope::Label, Some("Audit"), None),
     ] {
-        let (plan, _) = planned(&labelled(&pod, label), scope, &Images::new());
+        let plan = planned(&labelled(&pod, label), scope, &Images::new());
         let case = format!("{scope:?} {label:?}");
         match audited {
             Some(true) => annotation_only(&plan, audit_line),
@@ -99,8 +104,15 @@ fn an_audited_pod_reviewed_again_is_left_as_it_is() {
         &job_pod("j", vec![job_container("job")], vec![]),
         Some("audit"),
     );
-    let (first, annotated) = planned(&pod, Scope::Label, &Images::new());
-    let (again, _) = planned(&annotated, Scope::Label, &Images::new());
+    let first = plan(&review("u", &pod)["request"], &install(), Scope::Label);
+    let mut annotated = pod.clone();
+    let ops: json_patch::Patch = serde_json::from_value(Value::Array(first.patch)).unwrap();
+    json_patch::patch(&mut annotated, &ops).unwrap();
+    let again = plan(
+        &review("u", &annotated)["request"],
+        &install(),
+        Scope::Label,
+    );
     assert!(again.patch.is_empty(), "{:?}", again.patch);
     assert_eq!(again.summary, first.summary);
 }
@@ -113,6 +125,7 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
         .unwrap()
         .1;
     let audit = labelled(&pod, Some("audit"));
+    let request = |pod: &Value| review("u", pod)["request"].clone();
     let wanted_audit = wanted(&request(&audit), Scope::Label);
     assert_eq!(wanted_audit, wanted(&request(&pod), Scope::Label));
     assert_eq!(wanted_audit, [("uploader".into(), pods::JOB_IMAGE.into())]);
@@ -126,7 +139,7 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
         cmd: vec![],
     };
     let images: Images = [("uploader".to_string(), Ok(config))].into();
-    let (plan, _) = planned(&audit, Scope::Label, &images);
+    let plan = planned(&audit, Scope::Label, &images);
     let line = plan.report.as_ref().unwrap().line();
     assert!(line.starts_with("audit: wrapped job"), "{line}");
     assert!(
@@ -139,7 +152,7 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
         Err("not found (fix it)".to_string()),
     )]
     .into();
-    let (plan, _) = planned(&audit, Scope::Label, &failed);
+    let plan = planned(&audit, Scope::Label, &failed);
     let line = plan.report.as_ref().unwrap().line();
     assert!(line.contains("was not read: not found (fix it)"), "{line}");
     assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);

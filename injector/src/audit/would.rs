@@ -6,9 +6,10 @@
 
 use serde_json::Value;
 
+use crate::inject::Images;
 use crate::inject::delivery::{Install, Mode};
 use crate::inject::report::{Fate, Found};
-use crate::inject::{self, Images, Opted};
+use crate::inject::{self, Opted};
 use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::registry::ImageConfig;
 

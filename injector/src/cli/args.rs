@@ -30,14 +30,6 @@ pub(super) fn read(
         match arg {
             lexopt::Arg::Long("help") | lexopt::Arg::Short('h') => return Ok(Read::Help),
             lexopt::Arg::Long("version") | lexopt::Arg::Short('V') => return Ok(Read::Version),
-            // kubectl's short form, for the one command that reads its output.
-            lexopt::Arg::Short('o') if command == Some(Command::Audit) => {
-                let value = parser.value().map_err(|e| format!("-o: {e}"))?;
-                given.output = Some(Setting {
-                    from: "-o".into(),
-                    value,
-                });
-            }
             lexopt::Arg::Long(name) => {
                 let row = row(name)?;
                 let value = parser.value().map_err(|e| format!("{}: {e}", row.flag))?;
@@ -48,8 +40,10 @@ pub(super) fn read(
                 Some(named) => command = Some(named),
                 None => return Err(format!("{} (see --help)", arg.unexpected())),
             },
-            lexopt::Arg::Value(word) if command == Some(Command::Audit) && given.file.is_none() => {
-                given.file = Some(word);
+            lexopt::Arg::Value(word)
+                if command.is_some_and(Command::takes_file) && given.input.is_none() =>
+            {
+                given.input = Some(word);
             }
             other => return Err(format!("{} (see --help)", other.unexpected())),
         }

@@ -27,16 +27,16 @@ Options (variable in brackets; an option overrides its variable):
 /// `--help` after the options.
 const FOOTER: &str = "  --help, --version
 
-Serves POST /mutate (Pods labelled enabled, or audit: only annotated), POST
-/mutate/namespace and /mutate/namespace/audit (namespaces labelled so), GET
-/healthz and GET /metrics. SIGTERM: /healthz answers 503, reviews are answered
-for --drain, then it stops accepting, answers what is in flight and exits 0.
-`policy` prints, as YAML, the admission policies that make the same change with
-no server (Kubernetes 1.36+); `webhook` prints the webhook's
-MutatingWebhookConfiguration. `audit` reads a List of Pods
-(kubectl get pods -A -o json | tandem-injector audit -) and prints the Jobs'
-Pods stuck on their sidecars and what the injection would do to each, with no
-network call; input that is not such a List exits 65. Bad usage exits 64.
+Serves POST /mutate (Pods labelled), POST /mutate/namespace[/audit]
+(namespaces labelled), GET /healthz and GET /metrics. SIGTERM: /healthz
+answers 503, reviews are answered for --drain, then it stops accepting,
+answers what is in flight and exits 0. `policy` prints, as YAML, the
+admission policies that make the same change with no server (Kubernetes
+1.36+); `webhook` prints the webhook's MutatingWebhookConfiguration. `audit`
+reads a List of Pods (kubectl get pods -A -o json | tandem-injector audit -)
+and prints the Jobs' Pods stuck on their sidecars and what injection would do
+to each, with no network call (exit 65 when the input is not such a List).
+Bad usage exits 64.
 ";
 
 /// The `--help` text.

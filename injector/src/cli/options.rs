@@ -14,7 +14,7 @@ pub enum Command {
     Policy,
     /// `webhook`: print the webhook's configuration.
     Webhook,
-    /// `audit`: audit a List of Pods (one FILE, or standard input).
+    /// `audit [FILE|-]`: read a List of Pods, print what injection would do.
     Audit,
 }
 
@@ -25,6 +25,11 @@ impl Command {
         ("webhook", Command::Webhook),
         ("audit", Command::Audit),
     ];
+
+    /// Whether it takes one free word after its own (`audit`'s FILE).
+    pub fn takes_file(self) -> bool {
+        self == Command::Audit
+    }
 
     /// Its word on the command line, for the error lines.
     pub fn word(self) -> &'static str {
@@ -61,8 +66,8 @@ pub struct Given {
     pub registry_auth: Option<Setting>,
     pub registry_ca: Option<Setting>,
     pub output: Option<Setting>,
-    /// Not an option: `audit`'s FILE, the one free word after it.
-    pub file: Option<OsString>,
+    /// `audit`'s FILE: the free word after the command's.
+    pub input: Option<OsString>,
 }
 
 /// One option: its flag, its variable, its value's name, its help line, the
@@ -151,9 +156,9 @@ pub(super) const REGISTRY_CA: Opt = Opt {
 };
 pub(super) const OUTPUT: Opt = Opt {
     flag: "--output",
-    var: "TANDEM_INJECTOR_OUTPUT",
+    var: "TANDEM_INJECTOR_AUDIT_OUTPUT",
     value: "FORMAT",
-    help: "audit: table (default, 80 columns) or json; -o too",
+    help: "audit's report: table (80 columns; default) or json",
     commands: &[Command::Audit],
     field: |g| &mut g.output,
 };

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 
 use super::options::Opt;
+use crate::audit::command::Output;
 use crate::duration;
 use crate::inject::delivery::Mode;
 
@@ -64,5 +65,14 @@ pub(super) fn parse_image(from: &str, value: &OsString) -> Result<String, String
         _ => Err(format!(
             "{from} {value:?}: expected an image reference without blanks, e.g. ghcr.io/tandem-sidecar/tandem:0.1.0"
         )),
+    }
+}
+
+/// `--output`: how `audit` prints its report.
+pub(super) fn parse_output(from: &str, value: &OsString) -> Result<Output, String> {
+    match value.to_str() {
+        Some("table") => Ok(Output::Table),
+        Some("json") => Ok(Output::Json),
+        _ => Err(format!("{from} {value:?}: expected table or json")),
     }
 }

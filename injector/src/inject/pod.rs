@@ -52,12 +52,6 @@ impl Container<'_> {
     }
 }
 
-/// Whether the container named `name` is a job container: not one of the
-/// sidecars tandem knows.
-pub fn is_job(name: &str) -> bool {
-    sidecars::by_container(name).is_none()
-}
-
 /// Reads `spec.FIELD` as a list of containers; a field that is missing or null is
 /// an empty list, anything else not shaped like containers is an error.
 pub(super) fn containers<'a>(
@@ -122,4 +116,10 @@ pub(super) fn known(
         .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
         .map(|(_, s)| s)
         .collect()
+}
+
+/// Whether the container named `name` is a job container: not one of the
+/// sidecars tandem knows.
+pub fn is_job(name: &str) -> bool {
+    sidecars::by_container(name).is_none()
 }

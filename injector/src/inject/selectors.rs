@@ -29,45 +29,44 @@ pub fn owned_by_a_job() -> Node {
     ])
 }
 
-/// Who sends a route its Pods: the webhook, which also annotates the Pods
-/// under audit, or the admission policy, which cannot and leaves them alone.
+/// Who reads a selector: the webhook also annotates the Pods under audit;
+/// the policy changes Pods, so it leaves those alone (SPEC §10.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sender {
-    /// The `MutatingWebhookConfiguration`.
+pub enum Reader {
+    /// The webhook's configuration.
     Webhook,
-    /// The `MutatingAdmissionPolicyBinding`s.
+    /// The admission policy's bindings.
     Policy,
 }
 
-/// The Pods a route is sent: labelled ones (`enabled`, and `audit` for the
-/// webhook), or (namespace routes) those without the label, whose namespace
-/// decides.
-pub fn objects(scope: Scope, sender: Sender) -> Node {
-    match (scope, sender) {
-        (Scope::Label, Sender::Webhook) => expressions(&[(LABEL, "In", &[ENABLED, AUDIT])]),
-        (Scope::Label, Sender::Policy) => map([(
+/// The Pods a route is sent: labelled ones, or (namespace routes) those
+/// without the label, whose namespace decides.
+pub fn objects(scope: Scope, reader: Reader) -> Node {
+    match scope {
+        Scope::Label if reader == Reader::Webhook => {
+            expressions(&[(LABEL, "In", &[ENABLED, AUDIT])])
+        }
+        Scope::Label => map([(
             "matchLabels",
             Node::Map(vec![(LABEL.to_string(), s(ENABLED))]),
         )]),
-        (Scope::Namespace | Scope::NamespaceAudit, _) => {
-            expressions(&[(LABEL, "DoesNotExist", &[])])
-        }
+        Scope::Namespace | Scope::NamespaceAudit => expressions(&[(LABEL, "DoesNotExist", &[])]),
     }
 }
 
 /// The namespaces a route is sent Pods of: any but the system ones, or
-/// (namespace routes) those labelled `enabled` (or `audit`) but those.
+/// (namespace route) the labelled ones but those.
 pub fn namespaces(scope: Scope) -> Node {
-    let labelled = |value| {
-        expressions(&[
-            (LABEL, "In", &[value]),
-            ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
-        ])
-    };
     match scope {
         Scope::Label => not_system(),
-        Scope::Namespace => labelled(ENABLED),
-        Scope::NamespaceAudit => labelled(AUDIT),
+        Scope::Namespace => expressions(&[
+            (LABEL, "In", &[ENABLED]),
+            ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
+        ]),
+        Scope::NamespaceAudit => expressions(&[
+            (LABEL, "In", &[AUDIT]),
+            ("kubernetes.io/metadata.name", "NotIn", &SYSTEM_NAMESPACES),
+        ]),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The printed policy leaves a Pod under audit alone (SPEC §10.8): no binding of
 //! the mutating policy selects a Pod labelled `audit`, or an unlabelled one in
 //! a namespace labelled `audit`, while the webhook's configuration sends each
-//! to one route; and the warning policy does not warn about an audited Job. The bindings' selectors are evaluated as the API server does.
+//! to one route; and the warning policy does not warn about an audited Job.
+//! The selectors are evaluated as the API server does.
 
 use serde_json::{Map, Value, json};
 

@@ -1,14 +1,23 @@
 //! The CEL expressions of the mutating policy: the webhook's rules of SPEC §10
 //! (`inject.rs`) restated for the API server, from the same sidecar table and
 //! the same install parts. Each function returns one expression's text; the
-//! JSONPatch built from them is `patch`'s. Container indices come from a
-//! literal list, not from an extension function (Kubernetes 1.36's CEL
-//! environment was not confirmed to have one).
+//! JSONPatch built from them is `patch`'s.
+//!
+//! Written for the API server's cost: the match conditions turn away a Pod
+//! with nothing to change before any variable is computed (most often the
+//! policy's own second call on the Pod it has just changed); each job
+//! container's facts are computed once, into a record (`variables.jobs`); a
+//! container's index comes from `indexOf` on the container names (Kubernetes'
+//! list library), so no work grows with anything but the Pod's containers; and
+//! each string the patch repeats (a container's path, `TANDEM_MESH`'s value, the
+//! job containers' names) is built once.
 
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::sidecars::{self, Sidecar};
 
-/// The most job containers the policy looks at: container indices are a literal list.
+/// The most containers a Pod the policy changes may have: it bounds the
+/// policy's cost (indexOf on the names makes a Pod's cost grow with the square
+/// of its containers).
 pub const MAX_CONTAINERS: usize = 64;
 /// The annotation that gives a container's entrypoint (`PREFIX` + its name):
 /// the webhook's, one home.
@@ -17,18 +26,52 @@ pub use crate::layout::ENTRYPOINT_ANNOTATION;
 /// of strings without escapes.
 pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;
 
-/// The Pod's containers, as every per-container expression names them.
-pub const C: &str = "object.spec.containers";
+/// The variables that say where tandem's list of sidecars comes from (§6).
+pub const MESH_VARS: [&str; 2] = ["TANDEM_MESH", "TANDEM_READY_URLS"];
+/// §9's variables, set together or not at all.
+pub const SEVERAL: [&str; 3] = [
+    "TANDEM_JOB_CONTAINERS",
+    "TANDEM_CONTAINER_NAME",
+    "TANDEM_SHARED_DIR",
+];
 
 /// A CEL string literal.
 pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
+/// A CEL list of string literals.
+pub fn list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let quoted: Vec<String> = items.into_iter().map(|i| quote(i.as_ref())).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
 /// The known sidecars' container names, as a CEL list.
 pub fn sidecar_names() -> String {
-    let names: Vec<String> = sidecars::injected().map(|(c, _)| quote(c)).collect();
-    format!("[{}]", names.join(", "))
+    list(sidecars::injected().map(|(c, _)| c))
+}
+
+/// Whether container `c` is a job container: not a known sidecar.
+fn is_job(c: &str) -> String {
+    format!("!({c}.name in {})", sidecar_names())
+}
+
+/// Whether container `c` has a command of its own.
+fn has_command(c: &str) -> String {
+    format!("has({c}.command) && size({c}.command) > 0")
+}
+
+/// Whether container `c` runs the tandem this policy installs.
+fn runs_tandem(c: &str) -> String {
+    format!("{} && {c}.command[0] == {}", has_command(c), quote(TANDEM))
+}
+
+/// Whether container `c` sets one of `names`.
+fn sets_any(c: &str, names: &[&str]) -> String {
+    format!(
+        "has({c}.env) && {c}.env.exists(e, e.name in {})",
+        list(names)
+    )
 }
 
 /// Whether the annotations of `meta` give container `name` an entrypoint the
@@ -41,95 +84,162 @@ pub fn has_entrypoint(meta: &str, name: &str) -> String {
     )
 }
 
-/// `variables.cmds`: for each container, the command tandem wraps: its own,
-/// else the entrypoint annotation's list, else `[]`.
-pub fn commands() -> String {
-    let key = format!("{} + c.name", quote(ENTRYPOINT_ANNOTATION));
-    format!(
-        "{C}.map(c,\n  has(c.command) && size(c.command) > 0 ? c.command :\n  {} ?\n  \
-         object.metadata.annotations[{key}]\n    .findAll('\"[^\"]*\"').map(w, w.substring(1, size(w) - 1)) :\n  [])",
-        has_entrypoint("object.metadata", "c.name")
-    )
-}
-
-/// `variables.jobs`: the indices of the containers that are not known sidecars.
-pub fn jobs() -> String {
-    let indices: Vec<String> = (0..MAX_CONTAINERS).map(|i| i.to_string()).collect();
-    let mut lines = Vec::new();
-    for chunk in indices.chunks(16) {
-        lines.push(chunk.join(", "));
-    }
-    format!(
-        "[{}]\n  .filter(i, i < size({C}) &&\n    !({C}[i].name in variables.sidecars))",
-        lines.join(",\n  ")
-    )
-}
-
-/// `variables.injected`: the Pod carries the install container or the image volume.
+/// The Pod carries the install container or the image volume: it was changed.
 pub fn injected() -> String {
     format!(
-        "variables.inits.exists(c, c.name == {}) ||\n  (has(object.spec.volumes) &&\n  \
-         object.spec.volumes.exists(v, v.name == {} && has(v.image)))",
+        "has(object.spec.initContainers) &&\n  \
+         object.spec.initContainers.exists(c, c.name == {}) ||\n  \
+         has(object.spec.volumes) &&\n  \
+         object.spec.volumes.exists(v, v.name == {} && has(v.image))",
         quote(INSTALL_CONTAINER),
         quote(BIN_VOLUME)
     )
 }
 
-/// `variables.wrap`: the indices of the job containers that run tandem: those
+/// The match condition that turns away a Pod the patch would leave as it is,
+/// before any variable is computed. A changed Pod (a reinvocation) can only
+/// gain variables: §6's, when a known sidecar is there and a wrapped container
+/// sets neither of them; §9's, when two containers are wrapped and one sets
+/// none. Another Pod needs a job container with a command that is not tandem,
+/// or with the entrypoint annotation.
+pub fn something_to_do() -> String {
+    let sidecar = sidecar_names();
+    let again = format!(
+        "object.spec.containers.exists(c, {job} &&\n    {runs} &&\n    \
+         (!({mesh}) &&\n      (object.spec.containers.exists(s, s.name in {sidecar}) ||\n      \
+         has(object.spec.initContainers) &&\n      \
+         object.spec.initContainers.exists(s, s.name in {sidecar})) ||\n    \
+         !({several}) &&\n      \
+         object.spec.containers.exists(o, o.name != c.name &&\n        \
+         {other_job} && {other_runs})))",
+        job = is_job("c"),
+        runs = runs_tandem("c"),
+        mesh = sets_any("c", &MESH_VARS),
+        several = sets_any("c", &SEVERAL),
+        other_job = is_job("o"),
+        other_runs = runs_tandem("o"),
+    );
+    let first = format!(
+        "!(has(object.spec.volumes) &&\n    \
+         object.spec.volumes.exists(v, v.name == {} || v.name == {})) &&\n  \
+         object.spec.containers.exists(c, {} &&\n    ({} ?\n      \
+         c.command[0] != 'tandem' && !c.command[0].endsWith('/tandem') :\n      \
+         has(object.metadata.annotations) &&\n      \
+         ({} + c.name) in object.metadata.annotations))",
+        quote(BIN_VOLUME),
+        quote(SHARED_VOLUME),
+        is_job("c"),
+        has_command("c"),
+        quote(ENTRYPOINT_ANNOTATION)
+    );
+    format!("{} ?\n  {again} :\n  {first}", injected())
+}
+
+/// `variables.quit`: every job container has a command tandem can wrap; only
+/// then does a tandem quit the sidecars.
+pub fn quit() -> String {
+    format!(
+        "object.spec.containers.all(c, c.name in {} ||\n  {} ||\n  {})",
+        sidecar_names(),
+        has_command("c"),
+        has_entrypoint("object.metadata", "c.name")
+    )
+}
+
+/// `variables.jobs`: a record for each job container, in the Pod's order: the
+/// container itself (`c`), its JSON path with a trailing slash (`at`), the
+/// command tandem wraps (`cmd`: its own, else the annotation's list, else
+/// `[]`), whether it runs tandem already (`runs`) and sets §6's or §9's
+/// variables (`meshFree`, `severalFree`: it sets none of them).
+pub fn jobs() -> String {
+    let key = format!("{} + c.name", quote(ENTRYPOINT_ANNOTATION));
+    let cmd = format!(
+        "{} ? c.command :\n      {} ?\n      \
+         object.metadata.annotations[{key}]\n        \
+         .findAll('\"[^\"]*\"').map(w, w.substring(1, size(w) - 1)) :\n      []",
+        has_command("c"),
+        has_entrypoint("object.metadata", "c.name")
+    );
+    let fields = [
+        ("c", "c".to_string()),
+        (
+            "at",
+            "'/spec/containers/' + string(variables.mains.indexOf(c.name)) + '/'".to_string(),
+        ),
+        ("cmd", cmd),
+        ("runs", runs_tandem("c")),
+        ("meshFree", format!("!({})", sets_any("c", &MESH_VARS))),
+        ("severalFree", format!("!({})", sets_any("c", &SEVERAL))),
+    ];
+    let each: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("'{name}': dyn({value})"))
+        .collect();
+    format!(
+        "object.spec.containers.map(c, {},\n  {{{}}})",
+        is_job("c"),
+        each.join(",\n    ")
+    )
+}
+
+/// `variables.wrap`: the records of the job containers that run tandem: those
 /// that do already on a changed Pod, else those with a command to wrap that
 /// is not tandem (none when the Pod's volumes would clash with ours).
 pub fn wrap() -> String {
-    let tandem = quote(TANDEM);
     format!(
-        "variables.injected ?\n  variables.jobs.filter(i, has({C}[i].command) &&\n    \
-         size({C}[i].command) > 0 &&\n    {C}[i].command[0] == {tandem}) :\n  \
+        "variables.injected ? variables.jobs.filter(j, j.runs) :\n  \
          has(object.spec.volumes) &&\n    \
-         object.spec.volumes.exists(v,\n      v.name == {} || v.name == {}) ? [] :\n  \
-         variables.jobs.filter(i, size(variables.cmds[i]) > 0 &&\n    \
-         variables.cmds[i][0] != 'tandem' && !variables.cmds[i][0].endsWith('/tandem'))",
+         object.spec.volumes.exists(v, v.name == {} || v.name == {}) ? [] :\n  \
+         variables.jobs.filter(j, size(j.cmd) > 0 &&\n    \
+         j.cmd[0] != 'tandem' && !j.cmd[0].endsWith('/tandem'))",
         quote(BIN_VOLUME),
         quote(SHARED_VOLUME)
     )
 }
 
-/// `variables.mesh`: the presets of the classic sidecars present, in table
-/// order; none when some job container is left unwrapped (then no tandem quits).
+/// `variables.mesh`: `TANDEM_MESH`'s value, the presets of the classic
+/// sidecars present in table order; empty when some job container is left
+/// unwrapped (then no tandem quits).
 pub fn mesh() -> String {
-    let each: Vec<String> = sidecars::injected()
-        .map(|(container, s)| {
-            format!(
-                "({} in variables.mains ? [{}] : [])",
-                quote(container),
-                quote(s.preset)
-            )
-        })
-        .collect();
-    format!("!variables.quit ? [] :\n  {}", each.join(" +\n  "))
-}
-
-/// `variables.ready`: for each container, the readiness URLs it waits on,
-/// comma-joined: the native sidecars', and the classic ones' too when no tandem
-/// quits (SPEC §10's mixed case).
-pub fn ready() -> String {
-    let each: Vec<String> = sidecars::injected()
-        .filter_map(|(container, s)| {
-            let url = ready_url(s)?;
-            let name = quote(container);
-            Some(format!(
-                "({name} in variables.natives ||\n      \
-                 (!variables.quit && {name} in variables.mains) ?\n    [{url}] : [])"
-            ))
-        })
+    let pairs: Vec<String> = sidecars::injected()
+        .map(|(container, s)| list([container, s.preset]))
         .collect();
     format!(
-        "{C}.map(c, (\n    {}\n  ).join(','))",
-        each.join(" +\n    ")
+        "!variables.quit ? '' :\n  [{}]\n  .filter(p, p[0] in variables.mains).map(p, p[1]).join(',')",
+        pairs.join(",\n   ")
+    )
+}
+
+/// `variables.waited`: the sidecars whose readiness the job containers wait on,
+/// in table order: the native ones, and the classic ones too when no tandem
+/// quits (SPEC §10's mixed case).
+pub fn waited() -> String {
+    let with_url: Vec<&str> = sidecars::injected()
+        .filter(|(_, s)| s.ready.is_some())
+        .map(|(c, _)| c)
+        .collect();
+    format!(
+        "{}.filter(s, s in variables.natives ||\n  (!variables.quit && s in variables.mains))",
+        list(with_url)
+    )
+}
+
+/// `TANDEM_READY_URLS`'s value for the job container `c`: the readiness URLs of
+/// `variables.waited`, comma-joined.
+pub fn ready(c: &str) -> String {
+    let each: Vec<String> = sidecars::injected()
+        .filter_map(|(container, s)| Some((container, ready_url(s, c)?)))
+        .map(|(container, url)| format!("s == {} ? {url}", quote(container)))
+        .collect();
+    format!(
+        "variables.waited.map(s,\n          {} : '').join(',')",
+        each.join(" :\n          ")
     )
 }
 
 /// Sidecar `s`'s readiness URL for job container `c`, with the port its
 /// `port_var` gives when that is a literal port number.
-fn ready_url(s: &Sidecar) -> Option<String> {
+fn ready_url(s: &Sidecar, c: &str) -> Option<String> {
     let url = s.ready?;
     let Some(var) = s.port_var else {
         return Some(quote(url));
@@ -138,9 +248,9 @@ fn ready_url(s: &Sidecar) -> Option<String> {
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
-        "{} + ((has(c.env) ? c.env.filter(e, e.name == {}) : [])\n      \
-         .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n        \
-         int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n      \
+        "{} + ((has({c}.env) ? {c}.env.filter(e, e.name == {}) : [])\n            \
+         .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n              \
+         int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n            \
          + [{default}])[0] + {}",
         quote(sidecars::HOST),
         quote(var),
@@ -148,22 +258,6 @@ fn ready_url(s: &Sidecar) -> Option<String> {
         default = quote(&port.to_string()),
     ))
 }
-
-/// `variables.envs`: for each container, the names of the variables it sets.
-pub const ENV_NAMES: &str = "object.spec.containers.map(c, has(c.env) ? c.env.map(e, e.name) : [])";
-
-/// A per-container variable: none of `names` is set by the container.
-pub fn sets_none(names: &[&str]) -> String {
-    let each: Vec<String> = names.iter().map(|n| format!("{} in n", quote(n))).collect();
-    format!("variables.envs.map(n, !(\n  {}))", each.join(" ||\n  "))
-}
-
-/// §9's variables, set together or not at all.
-pub const SEVERAL: [&str; 3] = [
-    "TANDEM_JOB_CONTAINERS",
-    "TANDEM_CONTAINER_NAME",
-    "TANDEM_SHARED_DIR",
-];
 
 #[cfg(test)]
 #[path = "cel_tests.rs"]

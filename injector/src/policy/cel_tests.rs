@@ -1,10 +1,12 @@
 //! The policies' CEL run by a CEL evaluator (the `cel` crate) on the
 //! Pods of the webhook's tests, and compared with what `inject` decides.
 //!
-//! Kubernetes adds to CEL what the crate lacks; the tests stand in for two parts:
+//! Kubernetes adds to CEL what the crate lacks; the tests stand in for three parts:
 //! - `findAll` (Kubernetes' regex library): every non-overlapping match, left to
 //!   right, as Go's `FindAllString(s, -1)`; Rust's `regex` has the same RE2
 //!   syntax and leftmost-first semantics for the one pattern used (`"[^"]*"`).
+//! - `<list>.indexOf(<value>)` (Kubernetes' list library): the index of the
+//!   first element equal to the value, -1 when there is none.
 //! - typed object literals (`JSONPatch{…}`, `Object.spec…{…}`): each becomes the
 //!   map of its fields, the JSON the API server makes of it. What this does not
 //!   check: field names and types against the Pod schema (the API server does).
@@ -14,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cel::common::types::Type;
+use cel::common::types::{DYN_TYPE, LIST_TYPE, Type};
 use cel::common::value::{CowVal, Val};
 use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, StructType};
@@ -103,10 +105,19 @@ fn policy(mode: Mode) -> Policy {
 }
 
 /// The CEL environment: the standard library, the strings extension (which
-/// Kubernetes has too) and every typed object literal of `patch`.
+/// Kubernetes has too), `indexOf` on lists and every typed object literal of
+/// `patch`.
 fn environment(patch: &str) -> Arc<Env> {
     let mut env = Env::stdlib();
     env.add_extension(cel::extensions::strings).unwrap();
+    env.add_member_overload(
+        "indexOf",
+        "list.indexOf(dyn)",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        index_of,
+    )
+    .unwrap();
     let literal = regex::Regex::new(r"(JSONPatch|Object(\.[A-Za-z]+)+)\{").unwrap();
     let names: std::collections::BTreeSet<String> = literal
         .captures_iter(patch)
@@ -127,6 +138,21 @@ fn find_all(
         regex::Regex::new(&pattern).map_err(|e| ExecutionError::function_error("findAll", e))?;
     let all: Vec<cel::Value> = re.find_iter(&text).map(|m| m.as_str().into()).collect();
     Ok(all.into())
+}
+
+/// Kubernetes' `<list>.indexOf(<value>)`.
+fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [list, wanted] = [&args[0], &args[1]].map(|a| cel::Value::try_from(&**a));
+    let (cel::Value::List(list), wanted) = (list?, wanted?) else {
+        return Err(ExecutionError::function_error("indexOf", "not a list"));
+    };
+    let found = list
+        .iter()
+        .position(|v| *v == wanted)
+        .map_or(-1, |i| i as i64);
+    Ok(CowVal::Owned(Box::<dyn Val>::try_from(cel::Value::Int(
+        found,
+    ))?))
 }
 
 /// `source`'s value for `object` and `variables` (`namespaceObject` is null).
@@ -162,8 +188,9 @@ fn run(env: &Arc<Env>, source: &str, object: &Value, variables: &Map<String, Val
         .unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
 }
 
-/// What the policy makes of `pod`: whether it matches, its variables, and the
-/// Pod after its patch (the Pod itself when it does not match).
+/// What the policy makes of `pod`: whether it matches, its variables (computed
+/// either way), and the Pod after its patch (the Pod itself when it does not
+/// match).
 struct Outcome {
     matches: bool,
     variables: Map<String, Value>,
@@ -179,19 +206,16 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
         .conditions
         .iter()
         .all(|c| run(c, &variables) == json!(true));
-    if !matches {
-        return Outcome {
-            matches,
-            variables,
-            pod: pod.clone(),
-        };
-    }
     for (name, expression) in &policy.variables {
         let value = run(expression, &variables);
         variables.insert(name.clone(), value);
     }
-    let ops = run(&policy.patch, &variables);
-    let out = apply(pod, ops.as_array().unwrap());
+    let out = if matches {
+        let ops = run(&policy.patch, &variables);
+        apply(pod, ops.as_array().unwrap())
+    } else {
+        pod.clone()
+    };
     Outcome {
         matches,
         variables,
@@ -334,54 +358,102 @@ fn every_expression_of_the_policy_compiles() {
 
 #[test]
 fn the_policys_variables_name_the_containers_the_webhook_wraps_and_its_variables() {
-    for (name, pod) in [Mode::EmptyDir, Mode::ImageVolume]
-        .into_iter()
-        .flat_map(|m| cases(m).into_iter().map(move |(n, p)| (m, n, p)))
-        .map(|(m, n, p)| (format!("{m:?} {n}"), p))
-    {
-        let webhook = webhook(Mode::EmptyDir, &pod);
-        let policy = evaluate(Mode::EmptyDir, &pod);
-        assert!(policy.matches, "{name}");
-        let v = &policy.variables;
-        let before: Vec<&Value> = pod["spec"]["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .collect();
-        let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
-            && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
-            && before.iter().any(|c| c["command"][0] == TANDEM);
-        assert_eq!(v["injected"], json!(was_injected), "{name}");
-        // Wrapped: the command changed now, or it runs the tandem we installed.
-        let wrapped = names(&webhook, |c| {
-            let old = before.iter().find(|o| o["name"] == c["name"]).unwrap();
-            c["command"] != old["command"] || (was_injected && c["command"][0] == TANDEM)
-        });
-        assert_eq!(v["names"], json!(wrapped), "{name}");
-        assert_eq!(v["several"], json!(wrapped.len() > 1), "{name}");
-        let containers = webhook["spec"]["containers"].as_array().unwrap();
-        for (i, c) in containers.iter().enumerate() {
-            if !wrapped.iter().any(|w| c["name"] == *w) {
-                continue;
-            }
-            let old = before[i];
-            let added = |var| env_value(c, var).filter(|_| env_value(old, var).is_none());
-            let mesh = v["mesh"].as_array().unwrap();
-            let mesh: Vec<&str> = mesh.iter().map(|m| m.as_str().unwrap()).collect();
-            let free = v["meshFree"][i] == json!(true);
-            let want_mesh = (free && !mesh.is_empty()).then(|| mesh.join(","));
-            assert_eq!(added("TANDEM_MESH"), want_mesh, "{name}: {}", c["name"]);
-            let ready = v["ready"][i].as_str().unwrap();
-            let want_ready = (free && !ready.is_empty()).then(|| ready.to_string());
-            assert_eq!(added("TANDEM_READY_URLS"), want_ready, "{name}");
-            let several = v["several"] == json!(true) && v["severalFree"][i] == json!(true);
-            let job_containers = added("TANDEM_JOB_CONTAINERS");
-            assert_eq!(job_containers.is_some(), several, "{name}: {}", c["name"]);
-            if let Some(list) = job_containers {
-                assert_eq!(list, wrapped.join(","), "{name}");
+    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+        for (name, pod) in cases(mode) {
+            let webhook = webhook(mode, &pod);
+            let v = evaluate(mode, &pod).variables;
+            let before = pod["spec"]["containers"].as_array().unwrap();
+            let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
+                && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
+                && before.iter().any(|c| c["command"][0] == TANDEM);
+            assert_eq!(v["injected"], json!(was_injected), "{mode:?} {name}");
+            // Wrapped: the command changed now, or it runs the tandem we installed.
+            let wrapped = names(&webhook, |c| {
+                let old = before.iter().find(|o| o["name"] == c["name"]).unwrap();
+                c["command"] != old["command"] || (was_injected && c["command"][0] == TANDEM)
+            });
+            let records = v["wrap"].as_array().unwrap();
+            let named: Vec<&Value> = records.iter().map(|j| &j["c"]["name"]).collect();
+            assert_eq!(json!(named), json!(wrapped), "{mode:?} {name}");
+            assert_eq!(v["several"], json!(wrapped.len() > 1), "{mode:?} {name}");
+            for j in records {
+                wrapped_as_the_webhook_did(&format!("{mode:?} {name}"), j, &v, &pod, &webhook);
             }
         }
     }
+}
+
+/// The webhook's change to the container of record `j` (of `variables.wrap`) is
+/// what the record and the variables say.
+fn wrapped_as_the_webhook_did(
+    name: &str,
+    j: &Value,
+    v: &Map<String, Value>,
+    pod: &Value,
+    webhook: &Value,
+) {
+    let i = pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["name"] == j["c"]["name"])
+        .unwrap();
+    assert_eq!(j["at"], json!(format!("/spec/containers/{i}/")), "{name}");
+    let (old, c) = (
+        &pod["spec"]["containers"][i],
+        &webhook["spec"]["containers"][i],
+    );
+    if v["injected"] == json!(false) {
+        let mut command = vec![json!(TANDEM), json!("--")];
+        command.extend(j["cmd"].as_array().unwrap().iter().cloned());
+        assert_eq!(c["command"], json!(command), "{name}");
+    }
+    let added = |var| env_value(c, var).filter(|_| env_value(old, var).is_none());
+    let free = j["meshFree"] == json!(true);
+    let mesh = v["mesh"].as_str().unwrap();
+    let want_mesh = (free && !mesh.is_empty()).then(|| mesh.to_string());
+    assert_eq!(added("TANDEM_MESH"), want_mesh, "{name}: {}", c["name"]);
+    let waits = !v["waited"].as_array().unwrap().is_empty();
+    let ready = added("TANDEM_READY_URLS");
+    assert_eq!(ready.is_some(), free && waits, "{name}: {}", c["name"]);
+    let several = v["several"] == json!(true) && j["severalFree"] == json!(true);
+    let job_containers = added("TANDEM_JOB_CONTAINERS");
+    assert_eq!(job_containers.is_some(), several, "{name}: {}", c["name"]);
+    if let Some(list) = job_containers {
+        assert_eq!(json!(list), v["names"], "{name}");
+    }
+}
+
+#[test]
+fn the_match_conditions_turn_away_every_pod_the_patch_leaves_as_it_is() {
+    let mut turned_away = 0;
+    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+        for (name, pod) in cases(mode) {
+            let policy = evaluate(mode, &pod);
+            if !policy.matches {
+                turned_away += 1;
+                continue;
+            }
+            // Matched: the patch changes the Pod, but for a changed Pod whose
+            // wrapped container waits on nothing while a known sidecar is there
+            // (the condition's one approximation).
+            let unchanged = policy.pod == pod;
+            let waits_on_nothing = policy.variables["injected"] == json!(true)
+                && policy.variables["waited"] == json!([])
+                && policy.variables["mesh"] == json!("");
+            assert!(
+                !unchanged || waits_on_nothing,
+                "{mode:?} {name}: matched, no change"
+            );
+            // The policy's own second call: turned away as well.
+            let again = evaluate(mode, &policy.pod);
+            assert!(
+                !again.matches || waits_on_nothing,
+                "{mode:?} {name}: called again"
+            );
+        }
+    }
+    assert!(turned_away > 10, "only {turned_away} turned away");
 }
 
 #[test]

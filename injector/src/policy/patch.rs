@@ -6,16 +6,29 @@
 
 use serde_json::{Value, json};
 
-use super::cel::{C, SEVERAL, quote};
+use super::cel::{MESH_VARS, SEVERAL, quote, ready};
 use crate::inject::delivery::Install;
 use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME, TANDEM};
 
-/// The JSONPatch that changes the Pod, for `install`'s route.
+/// The JSONPatch that changes the Pod, for `install`'s route: the install
+/// parts and commands on a Pod not changed yet, then the variables.
 pub fn expression(install: &Install) -> String {
-    let at = "'/spec/containers/' + string(i) + '/";
-    let op = |path: &str, value: &str| {
-        format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
-    };
+    format!(
+        "size(variables.wrap) == 0 ? [] :\n(variables.injected ? [] :\n  {}\n) +\n{}",
+        install_ops(install).join(" +\n  "),
+        env_ops().join(" +\n")
+    )
+}
+
+/// One `add` operation.
+fn add(path: &str, value: &str) -> String {
+    format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
+}
+
+/// The operations of a Pod not changed yet: volumes, the install container,
+/// and for each wrapped container (`j`, a record of `variables.wrap`) its
+/// command and mounts.
+fn install_ops(install: &Install) -> Vec<String> {
     let mount = |name: &str, dir: &str, read_only: bool| {
         let mut m = json!({"name": name, "mountPath": dir});
         if read_only {
@@ -28,99 +41,108 @@ pub fn expression(install: &Install) -> String {
         &json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}),
         3,
     );
-    let mut first = vec![
+    let volume = object("Object.spec.volumes", &install.volume());
+    let mut ops = vec![
         format!(
             "(has(object.spec.volumes) ? [] : [{}])",
-            op("'/spec/volumes'", "[]")
+            add("'/spec/volumes'", "[]")
         ),
-        format!(
-            "[{}]",
-            op(
-                "'/spec/volumes/-'",
-                &object("Object.spec.volumes", &install.volume())
-            )
-        ),
+        format!("[{}]", add("'/spec/volumes/-'", &volume)),
         format!(
             "(variables.several ? [{}] : [])",
-            op("'/spec/volumes/-'", &shared_volume)
+            add("'/spec/volumes/-'", &shared_volume)
         ),
     ];
-    if let Some(init) = install.init_container() {
-        first.push(init_ops(&init));
-    }
-    first.extend([
+    ops.extend(install.init_container().map(|init| init_ops(&init)));
+    let command = format!("[{}, '--'] + j.cmd", quote(TANDEM));
+    ops.extend([
         format!(
-            "variables.wrap.map(i, {})",
-            op(
-                &format!("{at}command'"),
-                &format!("[{}, '--'] + variables.cmds[i]", quote(TANDEM))
-            )
+            "variables.wrap.map(j, {})",
+            add("j.at + 'command'", &command)
         ),
         format!(
-            "variables.wrap.filter(i, !has({C}[i].volumeMounts))\n    .map(i, {})",
-            op(&format!("{at}volumeMounts'"), "[]")
+            "variables.wrap.filter(j, !has(j.c.volumeMounts))\n    .map(j, {})",
+            add("j.at + 'volumeMounts'", "[]")
         ),
         format!(
-            "variables.wrap.map(i, {})",
-            op(
-                &format!("{at}volumeMounts/-'"),
-                &mount(BIN_VOLUME, BIN_DIR, true)
-            )
+            "variables.wrap.map(j, {})",
+            add("j.at + 'volumeMounts/-'", &mount(BIN_VOLUME, BIN_DIR, true))
         ),
         format!(
-            "(variables.several ? variables.wrap.map(i,\n    {}) : [])",
-            op(
-                &format!("{at}volumeMounts/-'"),
+            "(variables.several ? variables.wrap.map(j,\n    {}) : [])",
+            add(
+                "j.at + 'volumeMounts/-'",
                 &mount(SHARED_VOLUME, SHARED_DIR, false)
             )
         ),
     ]);
-    let several = SEVERAL;
-    let conds = [
-        "variables.meshFree[i] && size(variables.mesh) > 0".to_string(),
-        "variables.meshFree[i] && variables.ready[i] != ''".to_string(),
-        "variables.several && variables.severalFree[i]".to_string(),
-    ];
-    let var = |name: &str, value: &str| {
-        op(
-            &format!("{at}env/-'"),
-            &format!(
-                "Object.spec.containers.env{{name: {},\n        value: {value}}}",
-                quote(name)
-            ),
-        )
-    };
-    let values = [
-        ("TANDEM_MESH", "variables.mesh.join(',')".to_string()),
-        ("TANDEM_READY_URLS", "variables.ready[i]".to_string()),
-        (several[0], "variables.names.join(',')".into()),
-        (several[1], format!("{C}[i].name")),
-        (several[2], quote(SHARED_DIR)),
-    ];
-    let cond_of = |name: &str| match name {
-        "TANDEM_MESH" => &conds[0],
-        "TANDEM_READY_URLS" => &conds[1],
-        _ => &conds[2],
-    };
-    let mut env = vec![format!(
-        "variables.wrap.filter(i, !has({C}[i].env) && (\n    ({}) ||\n    ({}) ||\n    ({})))\n    .map(i, {})",
-        conds[0],
-        conds[1],
-        conds[2],
-        op(&format!("{at}env'"), "[]")
+    ops
+}
+
+/// One variable tandem reads, added to the wrapped containers that get it.
+struct EnvVar {
+    name: &'static str,
+    /// The records of `variables.wrap` that get it (a CEL list).
+    to: &'static str,
+    /// Its value for record `j`.
+    value: String,
+}
+
+/// The variables, in the webhook's order: §6's, then §9's.
+fn env_vars() -> [EnvVar; 5] {
+    let mesh = "(variables.mesh == '' ? [] : variables.wrap.filter(j, j.meshFree))";
+    let ready_to = "(size(variables.waited) == 0 ? [] : variables.wrap.filter(j, j.meshFree))";
+    [
+        EnvVar {
+            name: MESH_VARS[0],
+            to: mesh,
+            value: "variables.mesh".into(),
+        },
+        EnvVar {
+            name: MESH_VARS[1],
+            to: ready_to,
+            value: ready("j.c"),
+        },
+        EnvVar {
+            name: SEVERAL[0],
+            to: "variables.sharing",
+            value: "variables.names".into(),
+        },
+        EnvVar {
+            name: SEVERAL[1],
+            to: "variables.sharing",
+            value: "j.c.name".into(),
+        },
+        EnvVar {
+            name: SEVERAL[2],
+            to: "variables.sharing",
+            value: quote(SHARED_DIR),
+        },
+    ]
+}
+
+/// The operations that add the variables: a missing `env` list first, then
+/// each variable to the containers that get it.
+fn env_ops() -> Vec<String> {
+    let mut ops = vec![format!(
+        "variables.wrap.filter(j, !has(j.c.env) && (j.meshFree &&\n    \
+         (variables.mesh != '' || size(variables.waited) > 0) ||\n    \
+         variables.several && j.severalFree))\n    .map(j, {})",
+        add("j.at + 'env'", "[]")
     )];
-    for (name, value) in &values {
-        env.push(format!(
-            "variables.wrap.filter(i, {})\n    .map(i, {})",
-            cond_of(name),
-            var(name, value)
+    for var in env_vars() {
+        let value = format!(
+            "Object.spec.containers.env{{name: {},\n        value: {}}}",
+            quote(var.name),
+            var.value
+        );
+        ops.push(format!(
+            "{}\n    .map(j, {})",
+            var.to,
+            add("j.at + 'env/-'", &value)
         ));
     }
-    format!(
-        "size(variables.wrap) == 0 ? [] :\n(variables.injected ? [] :\n  {}\n) +\n{}",
-        first.join(" +\n  "),
-        env.join(" +\n")
-    )
+    ops
 }
 
 /// The install container's operations: the container alone at `/-`, then its
@@ -131,14 +153,12 @@ fn init_ops(init: &Value) -> String {
         .as_object_mut()
         .and_then(|o| o.remove("volumeMounts"))
         .unwrap_or_default();
-    let at = "'/spec/initContainers/' + string(size(variables.inits)) +\n      '/volumeMounts";
+    let at = "variables.initMounts + '";
     let mut ops = vec![format!(
         "JSONPatch{{op: 'add', path: '/spec/initContainers/-',\n    value: {}}}",
         object("Object.spec.initContainers", &bare)
     )];
-    ops.push(format!(
-        "JSONPatch{{op: 'add',\n    path: {at}',\n    value: []}}"
-    ));
+    ops.push("JSONPatch{op: 'add',\n    path: variables.initMounts,\n    value: []}".to_string());
     for m in mounts.as_array().into_iter().flatten() {
         ops.push(format!(
             "JSONPatch{{op: 'add',\n    path: {at}/-',\n    value: {}}}",
