@@ -10,14 +10,14 @@ use tandem_injector::admission;
 use tandem_injector::inject::Scope;
 use tandem_injector::inject::delivery::{Install, Mode};
 
-/// Any bytes as a review body, through both routes (each with one install
+/// Any bytes as a review body, through every route (each with one install
 /// mode): an error is one line; an answer is a v1 review allowing the request
 /// with its uid, its patch only adds under `/spec` or the one-line annotation
 /// `tandem.dev/injection`, or replaces a `command`, applies to the Pod it came
 /// with, and a second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
-    let modes = [Mode::EmptyDir, Mode::ImageVolume];
-    for (scope, mode) in [Scope::Label, Scope::Namespace].into_iter().zip(modes) {
+    let modes = [Mode::EmptyDir, Mode::ImageVolume, Mode::EmptyDir];
+    for (scope, mode) in Scope::ALL.into_iter().zip(modes) {
         let install = Install {
             image: "registry.example.com/tandem:1".into(),
             mode,

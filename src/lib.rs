@@ -26,7 +26,8 @@ pub mod reap;
 pub mod resolve;
 pub mod settings;
 pub mod siblings;
-pub mod sidecars;
+/// The sidecars tandem knows (SPEC §6): the table the injector reads too, in `tandem-common`.
+pub use tandem_common::sidecars;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;

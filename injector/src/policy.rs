@@ -279,7 +279,7 @@ mod tests {
         for (container, s) in crate::sidecars::injected() {
             let pair = format!("['{container}', '{}']", s.preset);
             assert!(text.contains(&pair), "{pair}");
-            if let Some(url) = s.ready.filter(|_| s.port_var.is_none()) {
+            if let Some(url) = s.ready_on(None).filter(|_| s.port_var.is_none()) {
                 assert!(
                     text.contains(&format!("s == '{container}' ? '{url}'")),
                     "{url}"
