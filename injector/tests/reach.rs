@@ -3,7 +3,8 @@
 //! registry is never contacted unless `--registry-allow` names it, whether
 //! the image names its address or a name that resolves to it; a redirect to a
 //! refused address is not followed; credentials never go to the host a
-//! registry redirects to; at most `MAX_LOOKUPS` lookups run at once. (The real
+//! registry redirects to; no proxy from the environment is used; at most
+//! `MAX_LOOKUPS` lookups run at once. (The real
 //! `docker-registry` once listed: `registry.rs`.)
 
 mod support;
@@ -23,11 +24,17 @@ use tandem_injector::registry::{
     Allow, Client, Credentials, Failure, ImageConfig, MAX_LOOKUPS, Reference,
 };
 
-/// The injector with `TANDEM_INJECTOR_REGISTRY_ALLOW` = `allow` (unset if empty).
-fn injector(pki: &Pki, dir: &Path, allow: &str) -> Injector {
+/// The injector with `TANDEM_INJECTOR_REGISTRY_ALLOW` = `allow` (unset if
+/// empty), and these variables.
+fn injector_env(pki: &Pki, dir: &Path, allow: &str, vars: &[(&str, &str)]) -> Injector {
     let (cert, key) = pki.issue(dir, "injector");
-    let vars = [("TANDEM_INJECTOR_REGISTRY_ALLOW", allow)];
-    Injector::start_bin_env(Path::new(INJECTOR), &cert, &key, &vars)
+    let mut all = vec![("TANDEM_INJECTOR_REGISTRY_ALLOW", allow)];
+    all.extend_from_slice(vars);
+    Injector::start_bin_env(Path::new(INJECTOR), &cert, &key, &all)
+}
+
+fn injector(pki: &Pki, dir: &Path, allow: &str) -> Injector {
+    injector_env(pki, dir, allow, &[])
 }
 
 /// The `tandem.dev/injection` annotation the review of `pod` sets.
@@ -106,16 +113,22 @@ fn a_loopback_registry_is_never_contacted_unless_an_entry_names_it() {
         assert!(text.contains(skipped) && text.contains(looked), "{text}");
     }
     // Named by address (any port) or by name with its port: contacted, the
-    // listener closing at once (a failure of another kind).
+    // listener closing at once (a failure of another kind), directly: a proxy
+    // from the environment would connect out of the address rule's sight.
+    let proxy = Counter::start("127.0.0.1", false);
+    let proxy_url = format!("http://{}", proxy.addr);
+    let proxies =
+        ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "HTTP_PROXY"].map(|v| (v, proxy_url.as_str()));
     for (allow, image) in [
         ("127.0.0.1".to_string(), &images[0]),
         (format!("localhost:{port}"), &images[1]),
     ] {
         let before = counter.count();
-        let injector = injector(&pki, &dir, &allow);
+        let injector = injector_env(&pki, &dir, &allow, &proxies);
         let line = annotation(&pki, &injector, &pod_of(std::slice::from_ref(image)));
         assert!(!line.contains("not allowed"), "{allow}: {line}");
         assert!(counter.count() > before, "{allow}: not contacted: {line}");
+        assert_eq!(proxy.count(), 0, "{allow}: through the proxy");
     }
 }
 
