@@ -98,7 +98,7 @@ skips-reset:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked --features tandem-injector/fuzzing -- -D warnings
 
 ## lint-ci: the workflows against GitHub's schema, zizmor's security audit of them
 ## (offline), and hadolint on the Dockerfile, all with no findings allowed.
@@ -132,7 +132,7 @@ package:
 ## unit: the unit and integration tests, the real-Envoy ones included: they run
 ## the Envoy from `make envoy`, found through TANDEM_TEST_ENVOY.
 unit: envoy
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked --features tandem-injector/fuzzing
 
 ## real-envoy: only the tests against the real Envoy (tests/real_envoy.rs).
 real-envoy: envoy

@@ -15,6 +15,9 @@ pub mod config;
 pub mod deadline;
 pub mod event;
 pub mod exit;
+// The fuzz targets' bodies, for the fuzzers and the stable replay alike.
+#[doc(hidden)]
+pub mod fuzz_bodies;
 pub mod http;
 pub mod install;
 pub mod kill;

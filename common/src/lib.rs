@@ -12,10 +12,12 @@
 //! | `duration` | Go's durations as both programs read them (SPEC §2) |
 //! | `vars` | the `TANDEM_` variables the injector sets in a job container (SPEC §2, §9, §10) |
 //! | `layout` | the Pod layout and keys: label, annotations, names, directories (SPEC §10) |
+//! | `unwind_tables` | for the build scripts of tandem and its bench probe: a release binary linked without unwind tables, both alike |
 
 #![warn(missing_docs)]
 
 pub mod duration;
 pub mod layout;
 pub mod sidecars;
+pub mod unwind_tables;
 pub mod vars;

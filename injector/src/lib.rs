@@ -26,6 +26,10 @@
 pub mod admission;
 pub mod audit;
 pub mod cli;
+// The fuzz targets' bodies, for the fuzzers and the stable replay alike.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_bodies;
 pub use tandem_common::duration;
 pub mod inject;
 pub use tandem_common::layout;
