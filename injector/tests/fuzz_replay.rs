@@ -38,7 +38,7 @@ fn registry_documents_replay_clean() {
 
 #[test]
 fn allow_lists_replay_clean() {
-    replay("injector_allow", 8, injector_bodies::allow);
+    replay("injector_allow", 8, bodies::allow);
 }
 
 #[test]
