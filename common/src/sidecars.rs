@@ -262,7 +262,7 @@ pub fn by_container(container: &str) -> Option<&'static Sidecar> {
 
 /// The sidecars a mesh's injector adds, with the container name it gives each,
 /// in table order.
-pub fn injected() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
+pub fn containers() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
     SIDECARS.iter().filter_map(|s| Some((s.container?, s)))
 }
 
@@ -315,7 +315,7 @@ mod tests {
             assert_eq!(by_preset(&s.preset.to_uppercase()), Some(s));
             if let Some(container) = s.container {
                 assert_eq!(by_container(container), Some(s));
-                assert!(injected().any(|(c, row)| c == container && row == s));
+                assert!(containers().any(|(c, row)| c == container && row == s));
             }
         }
         assert_eq!(names(), "istio, envoy, linkerd, cloudsql, dapr or vault");

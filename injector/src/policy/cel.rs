@@ -45,7 +45,7 @@ pub fn list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
 
 /// The known sidecars' container names, as a CEL list.
 pub fn sidecar_names() -> String {
-    list(sidecars::injected().map(|(c, _)| c))
+    list(sidecars::containers().map(|(c, _)| c))
 }
 
 /// Whether container `c` is a job container: not a known sidecar.
@@ -198,7 +198,7 @@ pub fn wrap() -> String {
 /// sidecars present in table order; empty when some job container is left
 /// unwrapped (then no tandem quits).
 pub fn mesh() -> String {
-    let pairs: Vec<String> = sidecars::injected()
+    let pairs: Vec<String> = sidecars::containers()
         .map(|(container, s)| list([container, s.preset]))
         .collect();
     format!(
@@ -211,7 +211,7 @@ pub fn mesh() -> String {
 /// in table order: the native ones, and the classic ones too when no tandem
 /// quits (SPEC §10's mixed case).
 pub fn waited() -> String {
-    let with_url: Vec<&str> = sidecars::injected()
+    let with_url: Vec<&str> = sidecars::containers()
         .filter(|(_, s)| s.ready.endpoint().is_some())
         .map(|(c, _)| c)
         .collect();
@@ -224,7 +224,7 @@ pub fn waited() -> String {
 /// `TANDEM_READY_URLS`'s value for the job container `c`: the readiness URLs of
 /// `variables.waited`, comma-joined.
 pub fn ready(c: &str) -> String {
-    let each: Vec<String> = sidecars::injected()
+    let each: Vec<String> = sidecars::containers()
         .filter_map(|(container, s)| Some((container, ready_url(s, c)?)))
         .map(|(container, url)| format!("s == {} ? {url}", quote(container)))
         .collect();
