@@ -387,6 +387,21 @@ e2e-audit:
 		target/debug/tandem-injector target/tmp/e2e-audit \
 		$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER)))
 
+## e2e-reach: where registry lookups may go, in a real API server on loopback
+## (injector/scripts/e2e_reach.py): with --registry-allow naming a docker-registry on
+## loopback its image is read; an unlisted loopback listener, by address and as
+## localhost, with the list and without one, is never contacted and the annotation
+## says not allowed. Opt-in, with the same KUBE_APISERVER and ETCD, and
+## docker-registry, buildah and openssl.
+.PHONY: e2e-reach
+e2e-reach:
+	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
+		echo "e2e-reach: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver and an etcd binary (make e2e-reach KUBE_APISERVER=/path ETCD=/path)" >&2; \
+		exit 2; fi
+	$(CARGO) build --locked -p tandem-injector
+	python3 injector/scripts/e2e_reach.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/debug/tandem-injector target/tmp/e2e-reach
+
 ## e2e-apiserver: the injector and its admission policy in a real Kubernetes API
 ## server on loopback (injector/scripts/e2e_apiserver.py): the HTTPS tests' Pods,
 ## created through the webhook and through the policy (emptydir and image-volume),

@@ -210,3 +210,38 @@ pub fn audit_list(data: &[u8]) {
         assert_eq!(read["would"], i.would.as_str());
     }
 }
+
+/// Any bytes as a `--registry-allow` value: a list, or one line naming the bad
+/// entry. A list reads back the same from how it prints, an entry naming a
+/// host permits it, and a loopback, link-local or IPv6 loopback address passes
+/// the address rule only for a host an entry names (not a wildcard).
+pub fn allow(data: &[u8]) {
+    use crate::registry::allow::{Allow, HostPort};
+    use crate::registry::reach;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let list = match Allow::parse(text) {
+        Ok(list) => list,
+        Err(why) => return assert!(!why.is_empty() && !why.contains('\n'), "{why:?}"),
+    };
+    let printed = list.to_string();
+    assert_eq!(Allow::parse(&printed).as_ref(), Ok(&list), "{printed:?}");
+    let special: [std::net::SocketAddr; 3] = [
+        ([127, 0, 0, 1], 443).into(),
+        ([169, 254, 169, 254], 443).into(),
+        (std::net::Ipv6Addr::LOCALHOST, 443).into(),
+    ];
+    let entries = text.split(',').map(|e| e.trim().trim_start_matches("*."));
+    for probe in entries.chain(["localhost", "a.example:443"]) {
+        let Ok(to) = HostPort::parse(probe) else {
+            continue;
+        };
+        assert!(
+            !list.names(&to) || list.permits(&to),
+            "{to} named, not permitted"
+        );
+        let checked = reach::check(&list, &to, &special);
+        assert_eq!(checked.is_ok(), list.names(&to), "{to}: {checked:?}");
+    }
+}

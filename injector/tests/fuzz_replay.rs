@@ -37,6 +37,11 @@ fn registry_documents_replay_clean() {
 }
 
 #[test]
+fn allow_lists_replay_clean() {
+    replay("injector_allow", 8, bodies::allow);
+}
+
+#[test]
 fn challenges_replay_clean() {
     replay("injector_challenge", 8, bodies::challenge);
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test crate takes the parts it needs
 
+pub mod listener;
 pub mod pods;
 pub mod registry;
 /// The one skip helper (`fake_sidecar::skips`), with this build's records file.
