@@ -276,10 +276,10 @@ mod tests {
     #[test]
     fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
         let text = render(&install(Mode::EmptyDir));
-        for (container, s) in crate::sidecars::injected() {
+        for (container, s) in crate::sidecars::containers() {
             let pair = format!("['{container}', '{}']", s.preset);
             assert!(text.contains(&pair), "{pair}");
-            if let Some(url) = s.ready.filter(|_| s.port_var.is_none()) {
+            if let Some(url) = s.ready_on(None).filter(|_| s.port_var.is_none()) {
                 assert!(
                     text.contains(&format!("s == '{container}' ? '{url}'")),
                     "{url}"

@@ -14,6 +14,7 @@
 
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::sidecars::{self, Sidecar};
+use tandem_common::vars;
 
 /// The most containers a Pod the policy changes may have: it bounds the
 /// policy's cost (indexOf on the names makes a Pod's cost grow with the square
@@ -27,13 +28,9 @@ pub use crate::layout::ENTRYPOINT_ANNOTATION;
 pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;
 
 /// The variables that say where tandem's list of sidecars comes from (§6).
-pub const MESH_VARS: [&str; 2] = ["TANDEM_MESH", "TANDEM_READY_URLS"];
+pub const MESH_VARS: [&str; 2] = [vars::MESH, vars::READY_URLS];
 /// §9's variables, set together or not at all.
-pub const SEVERAL: [&str; 3] = [
-    "TANDEM_JOB_CONTAINERS",
-    "TANDEM_CONTAINER_NAME",
-    "TANDEM_SHARED_DIR",
-];
+pub use tandem_common::vars::SEVERAL;
 
 /// A CEL string literal.
 pub fn quote(text: &str) -> String {
@@ -48,7 +45,7 @@ pub fn list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
 
 /// The known sidecars' container names, as a CEL list.
 pub fn sidecar_names() -> String {
-    list(sidecars::injected().map(|(c, _)| c))
+    list(sidecars::containers().map(|(c, _)| c))
 }
 
 /// Whether container `c` is a job container: not a known sidecar.
@@ -201,7 +198,7 @@ pub fn wrap() -> String {
 /// sidecars present in table order; empty when some job container is left
 /// unwrapped (then no tandem quits).
 pub fn mesh() -> String {
-    let pairs: Vec<String> = sidecars::injected()
+    let pairs: Vec<String> = sidecars::containers()
         .map(|(container, s)| list([container, s.preset]))
         .collect();
     format!(
@@ -214,8 +211,8 @@ pub fn mesh() -> String {
 /// in table order: the native ones, and the classic ones too when no tandem
 /// quits (SPEC §10's mixed case).
 pub fn waited() -> String {
-    let with_url: Vec<&str> = sidecars::injected()
-        .filter(|(_, s)| s.ready.is_some())
+    let with_url: Vec<&str> = sidecars::containers()
+        .filter(|(_, s)| s.ready.endpoint().is_some())
         .map(|(c, _)| c)
         .collect();
     format!(
@@ -227,7 +224,7 @@ pub fn waited() -> String {
 /// `TANDEM_READY_URLS`'s value for the job container `c`: the readiness URLs of
 /// `variables.waited`, comma-joined.
 pub fn ready(c: &str) -> String {
-    let each: Vec<String> = sidecars::injected()
+    let each: Vec<String> = sidecars::containers()
         .filter_map(|(container, s)| Some((container, ready_url(s, c)?)))
         .map(|(container, url)| format!("s == {} ? {url}", quote(container)))
         .collect();
@@ -240,11 +237,11 @@ pub fn ready(c: &str) -> String {
 /// Sidecar `s`'s readiness URL for job container `c`, with the port its
 /// `port_var` gives when that is a literal port number.
 fn ready_url(s: &Sidecar, c: &str) -> Option<String> {
-    let url = s.ready?;
+    let ready = s.ready_on(None)?;
     let Some(var) = s.port_var else {
-        return Some(quote(url));
+        return Some(quote(&ready));
     };
-    let (port, path) = sidecars::port_and_path(url);
+    let (port, path) = s.ready.endpoint().map(|e| (e.port, e.path))?;
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
