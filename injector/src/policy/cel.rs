@@ -50,7 +50,7 @@ pub fn sidecar_names() -> String {
 
 /// Whether container `c` is a job container: not a known sidecar.
 fn is_job(c: &str) -> String {
-    format!("!({c}.name in {})", sidecar_names())
+    format!("!({c}.name in\n      {})", sidecar_names())
 }
 
 /// Whether container `c` has a command of its own.
@@ -66,7 +66,7 @@ fn runs_tandem(c: &str) -> String {
 /// Whether container `c` sets one of `names`.
 fn sets_any(c: &str, names: &[&str]) -> String {
     format!(
-        "has({c}.env) && {c}.env.exists(e, e.name in {})",
+        "has({c}.env) && {c}.env.exists(e, e.name in\n      {})",
         list(names)
     )
 }
@@ -103,12 +103,12 @@ pub fn something_to_do() -> String {
     let sidecar = sidecar_names();
     let again = format!(
         "object.spec.containers.exists(c, {job} &&\n    {runs} &&\n    \
-         (!({mesh}) &&\n      (object.spec.containers.exists(s, s.name in {sidecar}) ||\n      \
+         (!({mesh}) &&\n      (object.spec.containers.exists(s, s.name in\n        {sidecar}) ||\n      \
          has(object.spec.initContainers) &&\n      \
-         object.spec.initContainers.exists(s, s.name in {sidecar})) ||\n    \
+         object.spec.initContainers.exists(s, s.name in\n        {sidecar})) ||\n    \
          !({several}) &&\n      \
          object.spec.containers.exists(o, o.name != c.name &&\n        \
-         {other_job} && {other_runs})))",
+         {other_job} &&\n        {other_runs})))",
         job = is_job("c"),
         runs = runs_tandem("c"),
         mesh = sets_any("c", &MESH_VARS),
@@ -136,7 +136,7 @@ pub fn something_to_do() -> String {
 /// then does a tandem quit the sidecars.
 pub fn quit() -> String {
     format!(
-        "object.spec.containers.all(c, c.name in {} ||\n  {} ||\n  {})",
+        "object.spec.containers.all(c, c.name in\n    {} ||\n  {} ||\n  {})",
         sidecar_names(),
         has_command("c"),
         has_entrypoint("object.metadata", "c.name")
@@ -186,7 +186,7 @@ pub fn wrap() -> String {
     format!(
         "variables.injected ? variables.jobs.filter(j, j.runs) :\n  \
          has(object.spec.volumes) &&\n    \
-         object.spec.volumes.exists(v, v.name == {} || v.name == {}) ? [] :\n  \
+         object.spec.volumes.exists(v,\n      v.name == {} || v.name == {}) ? [] :\n  \
          variables.jobs.filter(j, size(j.cmd) > 0 &&\n    \
          j.cmd[0] != 'tandem' && !j.cmd[0].endsWith('/tandem'))",
         quote(BIN_VOLUME),
@@ -216,7 +216,7 @@ pub fn waited() -> String {
         .map(|(c, _)| c)
         .collect();
     format!(
-        "{}.filter(s, s in variables.natives ||\n  (!variables.quit && s in variables.mains))",
+        "{}\n  .filter(s, s in variables.natives ||\n    (!variables.quit && s in variables.mains))",
         list(with_url)
     )
 }
@@ -245,7 +245,7 @@ fn ready_url(s: &Sidecar, c: &str) -> Option<String> {
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
-        "{} + ((has({c}.env) ? {c}.env.filter(e, e.name == {}) : [])\n            \
+        "{} +\n            ((has({c}.env) ? {c}.env.filter(e, e.name == {}) : [])\n            \
          .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n              \
          int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n            \
          + [{default}])[0] + {}",
