@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `sidecars` | the sidecar table: preset, container, endpoints, the "off" answers (SPEC §6) |
 //! | `duration` | Go's durations as both programs read them (SPEC §2) |
+//! | `help` | `--help` within 80 columns, options' text wrapped alike |
 //! | `vars` | the `TANDEM_` variables the injector sets in a job container (SPEC §2, §9, §10) |
 //! | `layout` | the Pod layout and keys: label, annotations, names, directories (SPEC §10) |
 //! | `unwind_tables` | for the build scripts of tandem and its bench probe: a release binary linked without unwind tables, both alike |
@@ -17,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod duration;
+pub mod help;
 pub mod layout;
 pub mod sidecars;
 pub mod unwind_tables;
