@@ -1,6 +1,6 @@
 //! Build script, two jobs: it records the commit tandem is built from for
 //! `tandem --version`, and it leaves the unwind tables out of a binary that can never
-//! unwind (`build/unwind_tables.rs`, shared with the bench's probe).
+//! unwind (`tandem_common::unwind_tables`, shared with the bench's probe).
 //!
 //! The commit: it sets `TANDEM_COMMIT` to the short commit id, with `-dirty` when tracked files
 //! differ from it, or to `unknown`. The sources, in order:
@@ -15,9 +15,6 @@
 //! A build script that fails to find git must not fail the build, so every error here
 //! ends in `unknown` instead.
 
-#[path = "build/unwind_tables.rs"]
-mod unwind_tables;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,7 +23,7 @@ const SHORT_LEN: usize = 7;
 
 fn main() {
     record_commit();
-    unwind_tables::drop_unwind_tables();
+    tandem_common::unwind_tables::drop_unwind_tables();
 }
 
 /// Sets `TANDEM_COMMIT` for `tandem --version`.

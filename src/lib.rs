@@ -15,6 +15,9 @@ pub mod config;
 pub mod deadline;
 pub mod event;
 pub mod exit;
+// The fuzz targets' bodies, for the fuzzers and the stable replay alike.
+#[doc(hidden)]
+pub mod fuzz_bodies;
 pub mod http;
 pub mod install;
 pub mod kill;
@@ -26,7 +29,8 @@ pub mod reap;
 pub mod resolve;
 pub mod settings;
 pub mod siblings;
-pub mod sidecars;
+/// The sidecars tandem knows (SPEC §6): the table the injector reads too, in `tandem-common`.
+pub use tandem_common::sidecars;
 pub mod signals;
 pub mod terminal;
 pub mod termination_message;

@@ -5,7 +5,8 @@
 //! a value came from: the caller names the option or variable.
 
 pub mod boolean;
-pub mod duration;
+/// Go's durations (SPEC §2): the syntax the injector reads too, in `tandem-common`.
+pub use tandem_common::duration;
 pub mod list;
 pub mod url;
 pub mod words;

@@ -1,12 +1,11 @@
 //! The fuzz corpora on stable Rust: every committed seed and crash reproducer in
 //! `fuzz/seeds/TARGET/` goes through the same body the fuzzer runs
-//! (`fuzz/bodies.rs`), so a fixed crash stays fixed without nightly.
+//! (`src/fuzz_bodies.rs`), so a fixed crash stays fixed without nightly.
 
 use std::fs;
 use std::path::PathBuf;
 
-#[path = "../fuzz/bodies.rs"]
-mod bodies;
+use tandem::fuzz_bodies as bodies;
 
 /// Feeds each file of `fuzz/seeds/TARGET` to `body`; a missing or empty folder
 /// fails, so a renamed target cannot silently replay nothing.

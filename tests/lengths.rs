@@ -1,7 +1,8 @@
-//! The size rules of the project's standards, read from the sources of both
-//! crates: no production function over 60 lines (its signature to its closing
-//! brace), no test file over 700 lines. A few files owned by reworks under
-//! way are listed as exceptions; each rework removes its own.
+//! The size rules of the project's standards, read from the sources of the
+//! wrapper, tandem-common and the injector: no production function over 60
+//! lines (its signature to its closing brace), no test file over 700 lines. A
+//! few files owned by reworks under way are listed as exceptions; each rework
+//! removes its own.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,14 +10,13 @@ use std::path::{Path, PathBuf};
 const MAX_FUNCTION: usize = 60;
 const MAX_TEST_FILE: usize = 700;
 
-/// Not held to the function limit yet: the registry's rework splits its
-/// long functions and removes this.
-const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &["injector/src/registry/"];
+/// Not held to the function limit yet, each until its rework removes it.
+const LONG_FUNCTIONS_UNTIL_REWORKED: &[&str] = &[];
 
 #[test]
 fn no_production_function_is_over_60_lines() {
     let mut long = Vec::new();
-    for file in rust_files(&["src", "injector/src"]) {
+    for file in rust_files(&["src", "common/src", "injector/src"]) {
         let name = relative(&file);
         if is_test_file(&name)
             || LONG_FUNCTIONS_UNTIL_REWORKED
@@ -42,7 +42,13 @@ fn no_production_function_is_over_60_lines() {
 #[test]
 fn no_test_file_is_over_700_lines() {
     let mut long = Vec::new();
-    let files = rust_files(&["src", "tests", "injector/src", "injector/tests"]);
+    let files = rust_files(&[
+        "src",
+        "tests",
+        "common/src",
+        "injector/src",
+        "injector/tests",
+    ]);
     assert!(files.len() > 100, "{} files read", files.len());
     for file in files {
         let name = relative(&file);

@@ -50,14 +50,16 @@ impl Bench {
                 // ptrace may be forbidden in some sandboxes: say so, do not stop.
                 for figure in ["2 peak RSS, no sidecar", "2 peak RSS, ready sidecar"] {
                     let why = format!("not measured: {err}");
-                    self.row(figure, why, "—".to_owned(), "≤ 800 KiB", None);
+                    self.row(figure, why, "—".to_owned(), "≤ 1 MiB", None);
                 }
                 return Ok(());
             }
         };
         let floor = Summary::of(&floor);
         let floor_text = format!("{} (`true`)", kib_summary(&floor));
-        let limit = 800.0;
+        // BENCHMARKS.md's guard: the older 800 KiB goal is retired, since
+        // signal-hook's registry (the relay, by design) grows its table on the heap.
+        let limit = 1024.0;
         for (figure, samples) in [
             ("2 peak RSS, no sidecar", &bare),
             ("2 peak RSS, ready sidecar", &sidecar),
@@ -68,7 +70,7 @@ impl Bench {
                 figure,
                 kib_summary(&s),
                 floor_text.clone(),
-                "≤ 800 KiB",
+                "≤ 1 MiB",
                 Some(met),
             );
         }

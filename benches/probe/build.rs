@@ -1,9 +1,6 @@
 //! The probe is `make bench`'s size floor, so a release build of it is linked as
-//! tandem's is: without the unwind tables (`build/unwind_tables.rs` says why).
-
-#[path = "../../build/unwind_tables.rs"]
-mod unwind_tables;
+//! tandem's is: without the unwind tables (`tandem_common::unwind_tables` says why).
 
 fn main() {
-    unwind_tables::drop_unwind_tables();
+    tandem_common::unwind_tables::drop_unwind_tables();
 }

@@ -1,10 +1,5 @@
-//! Fuzz target `boolean`: the body is `bodies::boolean`, which the stable corpus replay
+//! Fuzz target `boolean`: the body is `tandem::fuzz_bodies::boolean`, which the stable corpus replay
 //! (`tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-// One target uses one body of the shared file.
-#[allow(dead_code)]
-#[path = "../bodies.rs"]
-mod bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::boolean(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem::fuzz_bodies::boolean(data));

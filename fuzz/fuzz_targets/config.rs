@@ -1,10 +1,5 @@
-//! Fuzz target `config`: the body is `bodies::config`, which the stable corpus replay
+//! Fuzz target `config`: the body is `tandem::fuzz_bodies::config`, which the stable corpus replay
 //! (`tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-// One target uses one body of the shared file.
-#[allow(dead_code)]
-#[path = "../bodies.rs"]
-mod bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::config(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem::fuzz_bodies::config(data));

@@ -1,10 +1,5 @@
-//! Fuzz target `duration`: the body is `bodies::duration`, which the stable corpus replay
+//! Fuzz target `duration`: the body is `tandem::fuzz_bodies::duration`, which the stable corpus replay
 //! (`tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-// One target uses one body of the shared file.
-#[allow(dead_code)]
-#[path = "../bodies.rs"]
-mod bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::duration(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem::fuzz_bodies::duration(data));

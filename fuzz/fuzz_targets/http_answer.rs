@@ -1,10 +1,5 @@
-//! Fuzz target `http_answer`: the body is `bodies::http_answer`, which the stable corpus replay
+//! Fuzz target `http_answer`: the body is `tandem::fuzz_bodies::http_answer`, which the stable corpus replay
 //! (`tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-// One target uses one body of the shared file.
-#[allow(dead_code)]
-#[path = "../bodies.rs"]
-mod bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::http_answer(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem::fuzz_bodies::http_answer(data));

@@ -1,8 +1,5 @@
-//! Fuzz target `injector_challenge`: the body is `injector_bodies::challenge`, which the
+//! Fuzz target `injector_challenge`: the body is `tandem_injector::fuzz_bodies::challenge`, which the
 //! injector's stable corpus replay (`injector/tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-#[path = "../injector_bodies.rs"]
-mod injector_bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| injector_bodies::challenge(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem_injector::fuzz_bodies::challenge(data));

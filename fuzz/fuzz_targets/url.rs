@@ -1,10 +1,5 @@
-//! Fuzz target `url`: the body is `bodies::url`, which the stable corpus replay
+//! Fuzz target `url`: the body is `tandem::fuzz_bodies::url`, which the stable corpus replay
 //! (`tests/fuzz_replay.rs`) runs too.
 #![no_main]
 
-// One target uses one body of the shared file.
-#[allow(dead_code)]
-#[path = "../bodies.rs"]
-mod bodies;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::url(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem::fuzz_bodies::url(data));

@@ -36,7 +36,7 @@ use serde_json::Value;
 use support::pods::{self, container, job_pod, review};
 use support::registry::{Auth, Registry as TestRegistry, world};
 use support::{Injector, Pki, scratch};
-use tandem_injector::registry::{self, Client, Credentials, Registry};
+use tandem_injector::registry::{self, Allow, Client, Credentials, Registry};
 
 const KEPT_ALIVE: usize = 3000;
 const HANDSHAKES: usize = 500;
@@ -79,6 +79,8 @@ fn main() {
                     "TANDEM_INJECTOR_REGISTRY_CA",
                     world.ca_file.to_str().expect("a UTF-8 path"),
                 ),
+                // The test registry is on loopback: listed, or never contacted.
+                ("TANDEM_INJECTOR_REGISTRY_ALLOW", r.host.as_str()),
             ];
             Injector::start_bin_env(&bin, &cert, &key, &vars)
         }
@@ -162,9 +164,13 @@ fn main() {
         let auth = Credentials::load(&r.auth_file()).expect("the login");
         let ca = registry::load_ca(&world.ca_file).expect("the CA");
         let image = format!("{}/multi:1", r.host);
+        let allow = Allow::parse(&r.host).expect("the registry's host");
         let cold: Vec<Duration> = (0..COLD)
             .map(|_| {
-                let fresh = Registry::new(Client::new(auth.clone(), &ca), registry::CAPACITY);
+                let fresh = Registry::new(
+                    Client::new(auth.clone(), &ca, allow.clone()),
+                    registry::CAPACITY,
+                );
                 let t = Instant::now();
                 let (answer, _) = fresh.lookup(&image, t + fresh.deadline);
                 assert!(answer.is_ok(), "{answer:?}");

@@ -580,11 +580,13 @@ def until(api, pod, done, what, bound=30.0):
 def cost(r, api, injector):
     """What each route adds to a Pod create (admission_cost), every answer
     checked: injected where the route injects. E2E_COST_CREATES (creates a
-    route, 600), E2E_COST_ROUNDS (3), E2E_COST_POLICY (a printed policy to
-    measure instead of this build's), E2E_COST_VARIANTS=1 (where the policy's
-    time goes, one variable at a time)."""
+    route, 600), E2E_COST_ROUNDS (10), E2E_COST_POLICY (a printed policy to
+    measure instead of this build's), E2E_COST_BEFORE (another printed policy,
+    measured in the same rounds as `policy-before`: an earlier version beside
+    this one), E2E_COST_VARIANTS=1 (where the policy's time goes, one variable
+    at a time)."""
     n = int(os.environ.get("E2E_COST_CREATES", "600"))
-    rounds = max(1, int(os.environ.get("E2E_COST_ROUNDS", "3")))
+    rounds = max(1, int(os.environ.get("E2E_COST_ROUNDS", "10")))
     if n <= 0:
         print("admission cost: E2E_COST_CREATES=0, not measured")
         return
@@ -624,8 +626,13 @@ def cost(r, api, injector):
     expect = {"none": lambda p: not injected(p), "webhook-unchanged": injected,
               "webhook": injected, "policy": injected, "policy-one-op": labelled}
     variants = cost_mod.variants(printed) if os.environ.get("E2E_COST_VARIANTS") == "1" else {}
+    before = os.environ.get("E2E_COST_BEFORE")
+    if before:
+        variants["policy-before"] = [d for d in yaml.safe_load_all(Path(before).read_text()) if d]
+        print(f"  policy-before: the policy of {before}")
     for name, objs in variants.items():
-        routes[name], expect[name] = objects(objs, labelled), labelled
+        done = injected if name == "policy-before" else labelled
+        routes[name], expect[name] = objects(objs, done), done
     pods = {name: plain for name in routes}
     pods["webhook-unchanged"] = copy.deepcopy(r.stored["webhook-emptydir"]["plain"])
 
@@ -636,6 +643,12 @@ def cost(r, api, injector):
     cost_mod.measure(cost_mod.ROUTES + list(variants), routes, m, rounds)
     for p in m.report():
         r.problem(p)
+    if before:
+        variants.pop("policy-before")
+        ratio = m.added("policy-before") / max(m.added("policy-one-op"), 1e-9)
+        print(f"    policy-before      added {m.added('policy-before'):+.2f} ms "
+              f"({ratio:.2f}x policy-one-op; server {m.served('policy-before'):+.2f} ms)")
+        m.where(["policy-before"])
     if variants:
         print("  the printed policy's match and one operation, after evaluating:")
         for name in ["policy-one-op", *variants, "policy"]:

@@ -85,11 +85,13 @@ def start_registry(h, work, tls, stop):
     return f"127.0.0.1:{port}"
 
 
-def start_injector(h, injector, tls, tandem_image, stop):
+def start_injector(h, injector, tls, tandem_image, host, stop):
     """The injector on a loopback port trusting the registry's certificate."""
     process = subprocess.Popen(
         [injector, "--listen", "127.0.0.1:0", "--tls-cert", tls / "cert.pem",
-         "--tls-key", tls / "key.pem", "--image", tandem_image, "--registry-ca", tls / "ca.pem"],
+         "--tls-key", tls / "key.pem", "--image", tandem_image, "--registry-ca", tls / "ca.pem",
+         # The registry is on loopback: the injector reaches it only when it is listed.
+         "--registry-allow", host],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stop.append(process)
     line = process.stderr.readline()
@@ -153,7 +155,7 @@ def patched_pod(h, podman, work, injector, original, tandem_image, images, stop)
     image = f"{host}/{REPOSITORY}"
     podman("push", "--quiet", "--cert-dir", str(tls / "certs"), podman.image("job-entrypoint"),
            f"docker://{image}")
-    _, addr = start_injector(h, injector, tls, tandem_image, stop)
+    _, addr = start_injector(h, injector, tls, tandem_image, host, stop)
     pod = json.loads(json.dumps(original))
     job = pod["spec"]["containers"][0]
     job.pop("command", None)

@@ -52,11 +52,7 @@ pub fn answer_looking(
     answer_with(body, install, scope, |request| {
         let mut images = Images::new();
         for (container, image) in inject::wanted(request, scope) {
-            let answer = registry
-                .lookup(&image, deadline)
-                .0
-                .map_err(|failure| format!("{failure} ({})", failure.fix()));
-            images.insert(container, answer);
+            images.insert(container, registry.lookup(&image, deadline).0);
         }
         images
     })

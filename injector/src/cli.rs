@@ -1,6 +1,6 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
-//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`, each
-//! with its variable (the option wins); the `policy` command with `--image` and
+//! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`,
+//! `--registry-allow`, each with its variable (the option wins); the `policy` command with `--image` and
 //! `--install`, `webhook` with `--install`, and `audit [FILE|-]` with
 //! `--output`. `args` is the one lexopt loop,
 //! filling the named fields of the `options` table's rows (each row names the
@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use crate::inject::delivery::{Install, Mode};
-use crate::registry::{self, Credentials};
+use crate::registry::{self, Allow, Credentials};
 use crate::server::Limits;
 use crate::server::tls::Files;
 
@@ -50,6 +50,8 @@ pub struct Config {
     pub registry_auth: Credentials,
     /// Extra CA certificates (DER) for registries (`--registry-ca`).
     pub registry_ca: Vec<Vec<u8>>,
+    /// The registries that may be looked up (`--registry-allow`); empty: any.
+    pub registry_allow: Allow,
 }
 
 /// What the command line asks for.
@@ -140,6 +142,10 @@ fn serve(given: Given, var: &impl Fn(&str) -> Option<OsString>) -> Result<Config
         }
         None => Vec::new(),
     };
+    let registry_allow = match &given.registry_allow {
+        Some(Setting { from, value }) => parse_allow(from, value)?,
+        None => Allow::default(),
+    };
     for (name, limit) in [
         (IDLE_VAR, &mut limits.idle),
         (REQUEST_VAR, &mut limits.request),
@@ -163,7 +169,21 @@ fn serve(given: Given, var: &impl Fn(&str) -> Option<OsString>) -> Result<Config
         limits,
         registry_auth,
         registry_ca,
+        registry_allow,
     })
+}
+
+/// `--registry-allow`'s list.
+fn parse_allow(from: &str, value: &OsString) -> Result<Allow, String> {
+    value
+        .to_str()
+        .ok_or_else(|| "not UTF-8".to_string())
+        .and_then(Allow::parse)
+        .map_err(|e| {
+            format!(
+                "{from} {value:?}: {e}: expected HOST[:PORT] or *.DOMAIN[:PORT], comma-separated"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -384,6 +404,45 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("expected PEM CA certificates"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_allow_list_is_read_and_a_bad_entry_is_named() {
+        let Ok(Task::Run(c)) = run(NEEDED, &[]) else {
+            panic!()
+        };
+        assert!(c.registry_allow.is_empty());
+        let allow = [(
+            "TANDEM_INJECTOR_REGISTRY_ALLOW",
+            "r.example, *.corp.example:5000",
+        )];
+        let Ok(Task::Run(c)) = run(NEEDED, &allow) else {
+            panic!()
+        };
+        assert_eq!(
+            c.registry_allow.to_string(),
+            "r.example,*.corp.example:5000"
+        );
+        for (args, vars, expected) in [
+            (
+                format!("{NEEDED} --registry-allow r.example,,x"),
+                vec![],
+                "--registry-allow \"r.example,,x\": entry \"\": empty",
+            ),
+            (
+                NEEDED.to_string(),
+                vec![("TANDEM_INJECTOR_REGISTRY_ALLOW", "*.10.0.0.1")],
+                "TANDEM_INJECTOR_REGISTRY_ALLOW \"*.10.0.0.1\": entry",
+            ),
+            (
+                "policy --image i --registry-allow r.example".to_string(),
+                vec![],
+                "--registry-allow",
+            ),
+        ] {
+            let err = run(&args, &vars).unwrap_err();
+            assert!(err.starts_with(expected), "{args}: {err}");
+        }
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them (`inject/`: scope, selectors, pod, command, entrypoint, env, patch, delivery, report) |
-//! | `layout` | the Pod layout and keys: label, annotations, names, directories (a leaf) |
+//! | `layout` | the Pod layout and keys: label, annotations, names, directories (`tandem-common`'s, shared with the wrapper) |
 //! | `registry` | the image's configuration from its registry, cached |
 //! | `string_list` | a JSON list of strings: a command, args, an image's Entrypoint and Cmd |
-//! | `sidecars` | the sidecars tandem knows: the wrapper's own table (`src/sidecars.rs`), compiled here too |
+//! | `sidecars` | the sidecars tandem knows: `tandem-common`'s table, the wrapper's too |
 //! | `cli` | the command line and its variables, validated (64 on bad input; `cli/`: args, options, values, help) |
 //! | `server` | accepting, the connection cap, time limits, the drain on SIGTERM (`server/`: connection, shared, limits, poll, routes, http, timed_stream, tls) |
-//! | `duration` | Go's durations: the wrapper's `src/value/duration.rs`, compiled here too |
+//! | `duration` | Go's durations: `tandem-common`'s, as the wrapper reads them |
 //! | `metrics` | the counters and the latency histogram of `GET /metrics` |
 //! | `say` | stderr lines (`say!`) |
 //! | `audit` | `tandem-injector audit`: a List of Pods in, the stuck ones and what injection would do out (`audit/`: list, stuck, would, render, command) |
@@ -26,22 +26,19 @@
 pub mod admission;
 pub mod audit;
 pub mod cli;
-// Go's durations as the wrapper reads them (SPEC §2), a file of `std` only;
-// its whole seconds (`parse_seconds`) are the wrapper's alone.
-#[allow(dead_code)]
-#[path = "../../src/value/duration.rs"]
-pub mod duration;
+// The fuzz targets' bodies, for the fuzzers and the stable replay alike.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_bodies;
+pub use tandem_common::duration;
 pub mod inject;
-pub mod layout;
+pub use tandem_common::layout;
 pub mod metrics;
 pub mod policy;
 pub mod registry;
 pub mod say;
 pub mod server;
-// The one table of sidecars, shared with the wrapper: a file of `std` only, so
-// the injector links none of the wrapper's crates (ureq, lexopt, signal code).
-#[path = "../../src/sidecars.rs"]
-pub mod sidecars;
+pub use tandem_common::sidecars;
 pub mod string_list;
 pub mod webhook;
 pub mod yaml;

@@ -65,7 +65,8 @@ fn main() -> ExitCode {
         ),
         Err(e) => return fail(EX_OSERR, &format!("--listen {}: {e}", config.listen)),
     }
-    let client = Client::new(config.registry_auth, &config.registry_ca);
+    let (auth, allow) = (config.registry_auth, config.registry_allow);
+    let client = Client::new(auth, &config.registry_ca, allow);
     let registry = Arc::new(Registry::new(client, registry::CAPACITY));
     if let Err(e) = server::run(listener, tls, config.install, registry, config.limits, stop) {
         return fail(EX_OSERR, &format!("serving: {e}"));

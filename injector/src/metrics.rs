@@ -71,6 +71,7 @@ counters! {
     WrappedAnnotation = "tandem_injector_containers_wrapped_total" "annotation",
     SkippedNoCommand = "tandem_injector_containers_skipped_total" "no_command",
     SkippedImageUnread = "tandem_injector_containers_skipped_total" "image_unread",
+    SkippedNotAllowed = "tandem_injector_containers_skipped_total" "registry_not_allowed",
     SkippedBadAnnotation = "tandem_injector_containers_skipped_total" "bad_annotation",
     SkippedNothingToRun = "tandem_injector_containers_skipped_total" "nothing_to_run",
     SkippedOwnTandem = "tandem_injector_containers_skipped_total" "own_tandem",
@@ -83,6 +84,7 @@ counters! {
     RegistryCacheHit = "tandem_injector_registry_lookups_total" "cache_hit",
     RegistryCacheMiss = "tandem_injector_registry_lookups_total" "cache_miss",
     RegistryFailure = "tandem_injector_registry_lookups_total" "failure",
+    RegistryNotAllowed = "tandem_injector_registry_lookups_total" "not_allowed",
 }
 
 static VALUES: [AtomicU64; COUNTERS.len()] = [const { AtomicU64::new(0) }; COUNTERS.len()];

@@ -96,7 +96,7 @@ fn mutating(install: &Install) -> Node {
 
 /// The mutating policy's variables, each after those it reads.
 fn variables() -> Vec<(&'static str, String)> {
-    let init_count = "has(object.spec.initContainers) ? size(object.spec.initContainers) : 0";
+    let init_count = "has(object.spec.initContainers) ?\n    size(object.spec.initContainers) : 0";
     vec![
         ("mains", "object.spec.containers.map(c, c.name)".into()),
         (
@@ -109,7 +109,7 @@ fn variables() -> Vec<(&'static str, String)> {
         ("injected", cel::injected()),
         (
             "initMounts",
-            format!("'/spec/initContainers/' + string({init_count}) + '/volumeMounts'"),
+            format!("'/spec/initContainers/' +\n  string({init_count}) +\n  '/volumeMounts'"),
         ),
         ("quit", cel::quit()),
         ("jobs", cel::jobs()),
@@ -276,18 +276,31 @@ mod tests {
     #[test]
     fn every_known_sidecar_is_in_the_policy_with_its_preset_and_ready_url() {
         let text = render(&install(Mode::EmptyDir));
-        for (container, s) in crate::sidecars::injected() {
+        for (container, s) in crate::sidecars::containers() {
             let pair = format!("['{container}', '{}']", s.preset);
             assert!(text.contains(&pair), "{pair}");
-            if let Some(url) = s.ready.filter(|_| s.port_var.is_none()) {
+            if let Some(url) = s.ready_on(None).filter(|_| s.port_var.is_none()) {
                 assert!(
                     text.contains(&format!("s == '{container}' ? '{url}'")),
                     "{url}"
                 );
             }
         }
-        assert!(text.contains("'http://127.0.0.1:' + ((has(j.c.env)"));
-        assert!(text.contains("'DAPR_HTTP_PORT'"));
+        assert!(text.contains("'http://127.0.0.1:' +\n"));
+        assert!(text.contains("((has(j.c.env) ? j.c.env.filter(e, e.name == 'DAPR_HTTP_PORT')"));
+    }
+
+    #[test]
+    fn every_printed_line_fits_yamllints_100_columns() {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            for line in render(&install(mode)).lines() {
+                assert!(
+                    line.chars().count() <= 100,
+                    "{} columns: {line}",
+                    line.len()
+                );
+            }
+        }
     }
 
     #[test]

@@ -12,28 +12,13 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 
 use support::pods::{self, istio_proxy, job_container, job_pod, review};
-use support::{INJECTOR, Injector, Pki, scratch};
+use support::{INJECTOR, Injector, Pki, answered, scratch};
 
 const LABEL: &str = "tandem.dev/inject";
 const ANNOTATION: &str = "tandem.dev/injection";
-
-/// The Pod after the answer's patch, and the answer's response.
-fn apply(pod: &Value, answer: &Value) -> (Value, Value) {
-    let response = answer["response"].clone();
-    let mut out = pod.clone();
-    if let Some(patch) = response["patch"].as_str() {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(patch)
-            .unwrap();
-        let ops: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
-        json_patch::patch(&mut out, &ops).unwrap();
-    }
-    (out, response)
-}
 
 fn labelled(pod: &Value, label: Option<&str>) -> Value {
     let mut pod = pod.clone();
@@ -62,12 +47,12 @@ fn a_pod_labelled_audit_is_stored_unchanged_but_for_the_annotation_saying_what_w
     let client = pki.client();
     for (name, pod) in pods::cases() {
         let enabled = client.review(injector.addr, &review(name, &pod)).json();
-        let (changed, _) = apply(&pod, &enabled);
+        let (changed, _) = answered(&pod, &enabled);
         let (_, line) = without_annotation(&changed);
         let audited = labelled(&pod, Some("audit"));
         let answer = client.review(injector.addr, &review(name, &audited));
         assert_eq!(answer.status, 200, "{name}");
-        let (out, response) = apply(&audited, &answer.json());
+        let (out, response) = answered(&audited, &answer.json());
         assert_eq!(response["allowed"], true);
         assert!(response["warnings"].is_null(), "{name}: {response}");
         let (rest, said) = without_annotation(&out);
@@ -129,7 +114,7 @@ fn a_namespace_labelled_audit_audits_its_pods_unless_their_own_label_says_otherw
     let post = |path: &str, pod: &Value| {
         let answer = client.post(injector.addr, path, review("n", pod).to_string().as_bytes());
         assert_eq!(answer.status, 200, "{}", answer.text());
-        apply(pod, &answer.json()).0
+        answered(pod, &answer.json()).0
     };
     let expected = "audit: wrapped job (command from the spec; added TANDEM_MESH=istio)";
     for (path, label) in [

@@ -1,13 +1,12 @@
 //! The injector's fuzz corpora on stable Rust: every committed seed and crash
 //! reproducer in `fuzz/seeds/injector_*/` goes through the body its fuzzer
-//! runs (`fuzz/injector_bodies.rs`), so a fixed crash stays fixed without
+//! runs (`injector/src/fuzz_bodies.rs`), so a fixed crash stays fixed without
 //! nightly. (The wrapper's targets replay in the root crate's tests.)
 
 use std::fs;
 use std::path::PathBuf;
 
-#[path = "../../fuzz/injector_bodies.rs"]
-mod injector_bodies;
+use tandem_injector::fuzz_bodies as bodies;
 
 /// Replays every file of `fuzz/seeds/TARGET` through `body`.
 fn replay(target: &str, at_least: usize, body: fn(&[u8])) {
@@ -29,20 +28,25 @@ fn replay(target: &str, at_least: usize, body: fn(&[u8])) {
 
 #[test]
 fn reviews_replay_clean() {
-    replay("injector_review", 10, injector_bodies::review);
+    replay("injector_review", 10, bodies::review);
 }
 
 #[test]
 fn registry_documents_replay_clean() {
-    replay("injector_registry", 10, injector_bodies::registry);
+    replay("injector_registry", 10, bodies::registry);
+}
+
+#[test]
+fn allow_lists_replay_clean() {
+    replay("injector_allow", 8, bodies::allow);
 }
 
 #[test]
 fn challenges_replay_clean() {
-    replay("injector_challenge", 8, injector_bodies::challenge);
+    replay("injector_challenge", 8, bodies::challenge);
 }
 
 #[test]
 fn audit_lists_replay_clean() {
-    replay("injector_audit", 8, injector_bodies::audit_list);
+    replay("injector_audit", 8, bodies::audit_list);
 }

@@ -18,13 +18,18 @@ use serde_json::{Value, json};
 use support::pods::{container, job_pod, review, strings};
 use support::registry::{Auth, Registry, TokenIssuer, World, world};
 use support::{INJECTOR, Injector, scratch};
-use tandem_injector::registry::{Client, Credentials, Failure, ImageConfig, Reference};
+use tandem_injector::registry::{Allow, Client, Credentials, Failure, ImageConfig, Reference};
 
 fn ca(world: &World) -> Vec<Vec<u8>> {
     CertificateDer::pem_file_iter(&world.ca_file)
         .unwrap()
         .map(|c| c.unwrap().as_ref().to_vec())
         .collect()
+}
+
+/// The allow-list that names `hosts` (loopback registries are reached only so).
+fn listing(hosts: &[&str]) -> Allow {
+    Allow::parse(&hosts.join(",")).unwrap()
 }
 
 fn lookup(client: &Client, image: &str, within: Duration) -> Result<ImageConfig, Failure> {
@@ -43,8 +48,8 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
     let Some(world) = world() else { return };
     let registry = Registry::start(world, &scratch("registry-basic"), Auth::Basic);
     let creds = Credentials::load(&registry.auth_file()).unwrap();
-    let client = Client::new(creds, &ca(world));
     let h = &registry.host;
+    let client = Client::new(creds, &ca(world), listing(&[h]));
     let second = Duration::from_secs(10);
     assert_eq!(
         lookup(&client, &format!("{h}/both:1"), second),
@@ -89,7 +94,7 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
     ));
 
     // Without the login, or without the CA, the answer says so.
-    let anonymous = Client::new(Credentials::default(), &ca(world));
+    let anonymous = Client::new(Credentials::default(), &ca(world), listing(&[h]));
     match lookup(&anonymous, &format!("{h}/both:1"), second) {
         Err(Failure::Denied(why)) => assert!(
             why.contains(&format!("--registry-auth has none for {h}")),
@@ -97,9 +102,10 @@ fn every_kind_of_image_is_read_through_basic_auth_and_tls_from_the_given_ca() {
         ),
         other => panic!("{other:?}"),
     }
-    let untrusting = Client::new(Credentials::load(&registry.auth_file()).unwrap(), &[]);
+    let creds = Credentials::load(&registry.auth_file()).unwrap();
+    let untrusting = Client::new(creds, &[], listing(&[h]));
     match lookup(&untrusting, &format!("{h}/both:1"), second) {
-        Err(Failure::Network(why)) => assert!(why.contains("certificate"), "{why}"),
+        Err(Failure::Tls(why)) => assert!(why.contains("certificate"), "{why}"),
         other => panic!("{other:?}"),
     }
 }
@@ -111,7 +117,12 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
     let issuer = TokenIssuer::start(world, &sub(&dir, "issuer"), false);
     let registry = Registry::start(world, &dir, Auth::Token(issuer.realm.clone()));
     let creds = Credentials::load(&registry.auth_file()).unwrap();
-    let client = Client::new(creds, &ca(world));
+    let host = issuer
+        .realm
+        .trim_start_matches("https://")
+        .trim_end_matches("/token");
+    let allow = || listing(&[&registry.host, host]);
+    let client = Client::new(creds, &ca(world), allow());
     let image = format!("{}/multi:1", registry.host);
     assert_eq!(
         lookup(&client, &image, Duration::from_secs(10)),
@@ -129,7 +140,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
         "{target}"
     );
     // Anonymous: the token is asked without a login, as for public images.
-    let anonymous = Client::new(Credentials::default(), &ca(world));
+    let anonymous = Client::new(Credentials::default(), &ca(world), allow());
     assert_eq!(
         lookup(&anonymous, &image, Duration::from_secs(10)),
         Ok(config(&["/ep"], &["m"]))
@@ -144,7 +155,13 @@ fn a_registry_or_token_endpoint_that_hangs_costs_the_deadline_and_no_more() {
     let hanging = TokenIssuer::start(world, &sub(&dir, "issuer"), true);
     let registry = Registry::start(world, &dir, Auth::Token(hanging.realm.clone()));
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = Client::new(Credentials::default(), &ca(world));
+    let silent_host = silent.local_addr().unwrap().to_string();
+    let realm_host = hanging
+        .realm
+        .trim_start_matches("https://")
+        .trim_end_matches("/token");
+    let allow = listing(&[&registry.host, &silent_host, realm_host]);
+    let client = Client::new(Credentials::default(), &ca(world), allow);
     for image in [
         format!("{}/both:1", registry.host),
         format!("{}/both:1", silent.local_addr().unwrap()),
@@ -163,12 +180,17 @@ fn a_registry_or_token_endpoint_that_hangs_costs_the_deadline_and_no_more() {
     }
 }
 
-/// The injector with the registry's login and CA, given by their variables.
-fn injector(world: &World, dir: &Path, registry: Option<&Registry>) -> Injector {
+/// The injector with the registry's login and CA, given by their variables,
+/// and `allow` (the loopback registries it may reach) as its allow-list.
+fn injector(world: &World, dir: &Path, registry: Option<&Registry>, allow: &[&str]) -> Injector {
     let (cert, key) = world.pki.issue(dir, "injector");
     let ca = world.ca_file.to_str().unwrap().to_string();
     let auth = registry.map(|r| r.auth_file().to_str().unwrap().to_string());
-    let mut vars = vec![("TANDEM_INJECTOR_REGISTRY_CA", ca.as_str())];
+    let allow = allow.join(",");
+    let mut vars = vec![
+        ("TANDEM_INJECTOR_REGISTRY_CA", ca.as_str()),
+        ("TANDEM_INJECTOR_REGISTRY_ALLOW", allow.as_str()),
+    ];
     if let Some(auth) = &auth {
         vars.push(("TANDEM_INJECTOR_REGISTRY_AUTH", auth.as_str()));
     }
@@ -197,7 +219,12 @@ fn the_injector_wraps_each_row_of_the_table_from_the_registry_and_says_why_not()
     let Some(world) = world() else { return };
     let dir = scratch("registry-injector");
     let registry = Registry::start(world, &dir, Auth::Basic);
-    let injector = injector(world, &sub(&dir, "injector"), Some(&registry));
+    let injector = injector(
+        world,
+        &sub(&dir, "injector"),
+        Some(&registry),
+        &[&registry.host],
+    );
     let h = &registry.host;
     let image = |name: &str| format!("{h}/{name}");
     let rows: &[(&str, &str, &[&str], &[&str])] = &[
@@ -245,7 +272,7 @@ fn the_injector_wraps_each_row_of_the_table_from_the_registry_and_says_why_not()
         warnings[0]
     );
     assert!(
-        warnings[1].contains("not found: HTTP 404"),
+        warnings[1].contains("not found (check the image name"),
         "{}",
         warnings[1]
     );
@@ -264,7 +291,12 @@ fn an_anonymous_registry_needs_no_login_and_a_denied_image_is_left_with_the_fix(
     let dir = scratch("registry-anonymous");
     let open = Registry::start(world, &sub(&dir, "open"), Auth::Anonymous);
     let closed = Registry::start(world, &sub(&dir, "closed"), Auth::Basic);
-    let injector = injector(world, &sub(&dir, "injector"), None);
+    let injector = injector(
+        world,
+        &sub(&dir, "injector"),
+        None,
+        &[&open.host, &closed.host],
+    );
     let pod = job_pod(
         "anon",
         vec![
@@ -281,7 +313,7 @@ fn an_anonymous_registry_needs_no_login_and_a_denied_image_is_left_with_the_fix(
     assert_eq!(out["spec"]["containers"][1], pod["spec"]["containers"][1]);
     let warning = response["warnings"][0].as_str().unwrap();
     assert!(
-        warning.contains("access denied") && warning.contains("--registry-auth"),
+        warning.contains("unauthorized") && warning.contains("--registry-auth"),
         "{warning}"
     );
 }
@@ -291,15 +323,11 @@ fn a_silent_registry_delays_the_review_by_the_lookup_deadline_at_most() {
     let Some(world) = world() else { return };
     let dir = scratch("registry-silent");
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
-    let injector = injector(world, &dir, None);
+    let host = silent.local_addr().unwrap().to_string();
+    let injector = injector(world, &dir, None, &[&host]);
     let pod = job_pod(
         "silent",
-        vec![container(
-            "job",
-            &format!("{}/app:1", silent.local_addr().unwrap()),
-            None,
-            &[],
-        )],
+        vec![container("job", &format!("{host}/app:1"), None, &[])],
         vec![],
     );
     let start = Instant::now();
@@ -314,7 +342,7 @@ fn a_silent_registry_delays_the_review_by_the_lookup_deadline_at_most() {
         .as_str()
         .unwrap();
     assert!(
-        line.contains("was not read: the registry did not answer"),
+        line.contains("was not read: timeout: the registry did not answer"),
         "{line}"
     );
     let warning = response["warnings"][0].as_str().unwrap();

@@ -10,8 +10,10 @@ use crate::exit::EX_SOFTWARE;
 
 /// Where the help text starts, after `  --name VALUE` and padding.
 pub(super) const HELP_COLUMN: usize = 24;
-/// `--help` fits a classic terminal (and `kubectl logs` in a narrow pane).
-pub const HELP_WIDTH: usize = 80;
+// `--help` fits a classic terminal (and `kubectl logs` in a narrow pane), laid
+// out as tandem-injector's.
+pub use tandem_common::help::HELP_WIDTH;
+use tandem_common::help::wrap;
 
 /// The `--help` text: usage, then every option beside its environment variables.
 pub fn help() -> String {
@@ -65,25 +67,6 @@ pub fn help() -> String {
         }
     }
     out
-}
-
-/// Breaks `text` at spaces into lines of at most `width` characters (a longer
-/// word stands alone), appending them to `lines`.
-fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
-    let mut rest = text.trim();
-    while rest.chars().count() > width {
-        let limit = rest
-            .char_indices()
-            .nth(width + 1)
-            .map_or(rest.len(), |(i, _)| i);
-        let cut = rest[..limit]
-            .rfind(' ')
-            .or_else(|| rest.find(' '))
-            .unwrap_or(rest.len());
-        lines.push(&rest[..cut]);
-        rest = rest[cut..].trim_start();
-    }
-    lines.push(rest);
 }
 
 /// `--help` before the options.

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 pub use super::spec::{Kind, Spec};
 use super::task::Task;
+use tandem_common::vars;
 
 /// `--admin URL`
 pub const ADMIN: Spec = Spec {
@@ -108,7 +109,7 @@ pub const LOG_FORMAT: Spec = Spec {
 /// `--ready URL`, repeatable.
 pub const READY: Spec = Spec {
     value: "URL",
-    vars: &["TANDEM_READY_URLS"],
+    vars: &[vars::READY_URLS],
     help: "also wait for URL: http:// answers 2xx, tcp://HOST:PORT and \
            unix:///PATH accept a connection, file:///PATH exists; repeatable \
            [TANDEM_READY_URLS, comma-separated]",
@@ -117,7 +118,7 @@ pub const READY: Spec = Spec {
 /// `--mesh NAME[,NAME]`, repeatable.
 pub const MESH: Spec = Spec {
     value: "NAME[,NAME]",
-    vars: &["TANDEM_MESH"],
+    vars: &[vars::MESH],
     help: "presets: istio, envoy, linkerd, cloudsql, dapr, vault [TANDEM_MESH]\n\
            (dapr uses DAPR_HTTP_PORT when set, else 3500)",
     ..Spec::new("--mesh", Kind::Repeated)
@@ -147,7 +148,7 @@ pub const TERMINATION_LOG: Spec = Spec {
 /// `--job-containers NAME[,NAME]`, repeatable.
 pub const JOB_CONTAINERS: Spec = Spec {
     value: "NAME[,NAME]",
-    vars: &["TANDEM_JOB_CONTAINERS"],
+    vars: &[vars::JOB_CONTAINERS],
     help: "every job container of the Pod under tandem, this one\n\
            included: the last to finish stops the sidecars\n\
            [TANDEM_JOB_CONTAINERS]",
@@ -156,14 +157,14 @@ pub const JOB_CONTAINERS: Spec = Spec {
 /// `--container-name NAME`
 pub const CONTAINER_NAME: Spec = Spec {
     value: "NAME",
-    vars: &["TANDEM_CONTAINER_NAME"],
+    vars: &[vars::CONTAINER_NAME],
     help: "this container's name in --job-containers [TANDEM_CONTAINER_NAME]",
     ..Spec::new("--container-name", Kind::Value)
 };
 /// `--shared-dir DIR`
 pub const SHARED_DIR: Spec = Spec {
     value: "DIR",
-    vars: &["TANDEM_SHARED_DIR"],
+    vars: &[vars::SHARED_DIR],
     help: "a directory every job container mounts (an emptyDir)\n\
            to record who has finished [TANDEM_SHARED_DIR]",
     ..Spec::new("--shared-dir", Kind::Value)

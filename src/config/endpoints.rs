@@ -7,7 +7,7 @@ use crate::cli::options;
 use crate::cli::peers::GENERIC_READY_ENDPOINTS;
 use crate::exit::{Error, invalid};
 use crate::settings::Check;
-use crate::sidecars::{self, Role, Sidecar};
+use crate::sidecars::{self, Quit, Ready, Sidecar};
 use crate::value::list;
 use crate::value::url::{self, HttpUrl};
 
@@ -66,25 +66,26 @@ impl Endpoints {
         let url = |s: String| {
             HttpUrl::parse(&s).map_err(|e| Error::Usage(format!("preset {}: {e}", preset.preset)))
         };
-        let ready = preset.ready_on(port).map(url).transpose()?;
-        match preset.role {
-            Role::Istio => {
-                self.envoy_configured = true;
-                self.ready.extend(ready.map(Check::Url));
-                if self.istio_quit.is_none() {
-                    self.istio_quit = Some(url(preset.quit_on(port))?);
-                }
-            }
-            Role::Envoy => {
+        match preset.ready {
+            Ready::Nothing => {}
+            Ready::Get(e) => self.ready.push(Check::Url(url(e.url(port))?)),
+            Ready::EnvoyAdmin(e) => {
                 self.envoy_configured = true;
                 if self.admin.is_none() {
-                    self.admin = ready;
+                    self.admin = Some(url(e.url(port))?);
                 }
             }
-            Role::Generic => {
-                self.ready.extend(ready.map(Check::Url));
-                self.generic.push(url(preset.quit_on(port))?);
+        }
+        match preset.quit {
+            Quit::Post(e) => self.generic.push(url(e.url(port))?),
+            Quit::PilotAgent(e) => {
+                self.envoy_configured = true;
+                if self.istio_quit.is_none() {
+                    self.istio_quit = Some(url(e.url(port))?);
+                }
             }
+            // Envoy's quit is its admin's `/quitquitquit`, from `admin` above.
+            Quit::EnvoyAdmin(_) => {}
         }
         Ok(())
     }

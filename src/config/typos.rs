@@ -7,9 +7,7 @@ use std::ffi::OsString;
 
 use crate::cli::options::OPTIONS;
 use crate::cli::peers;
-
-/// The prefix that marks a variable as tandem's.
-const PREFIX: &str = "TANDEM_";
+use tandem_common::vars::{INJECTOR_PREFIX, PREFIX};
 
 /// `TANDEM_` variables that are not settings of the wrapper but are set around it,
 /// so they reach its environment without being typos: the test harness's real
@@ -20,10 +18,6 @@ const SET_AROUND: &[&str] = &[
     "TANDEM_EXIT_CODE",
     "TANDEM_EXIT_SIGNAL",
 ];
-
-/// tandem-injector's own settings (SPEC §10): a container that copies the
-/// injector's environment has not mistyped anything.
-const INJECTOR_PREFIX: &str = "TANDEM_INJECTOR_";
 
 /// One warning for each variable among `names` that starts with `TANDEM_` and is
 /// not one tandem reads, in the environment's order.

@@ -180,7 +180,7 @@ fn server_info_live(agent: &Agent, url: &str) -> Result<(bool, u16), http::Failu
 
 /// The string value of the top-level-looking `"state"` key, found without a JSON
 /// library: Envoy prints `"state": "LIVE"` once, and its value has no escapes.
-/// Public for the fuzzer (`fuzz/bodies.rs`), which feeds it arbitrary bodies.
+/// Public for the fuzzer (`src/fuzz_bodies.rs`), which feeds it arbitrary bodies.
 pub fn json_state(body: &str) -> Option<&str> {
     let after_key = &body[body.find("\"state\"")? + "\"state\"".len()..];
     let after_colon = after_key.trim_start().strip_prefix(':')?.trim_start();

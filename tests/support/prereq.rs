@@ -1,16 +1,20 @@
 //! What a test needs from the machine (root and `unshare` for a PID namespace,
 //! `python3`, a free fixed port, no real pilot-agent in sight), and the one
-//! [`skip`] helper for when it is missing (`skips.rs`, shared with the
-//! injector's tests).
+//! [`skip`] helper for when it is missing (`fake_sidecar::skips`, shared with
+//! the injector's tests).
 
 use super::{FakeAdmin, Script};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-#[path = "skips.rs"]
-mod skips;
-pub use skips::{skip, skip_in};
+pub use fake_sidecar::skips::skip_in;
+
+/// The calling test gives up because `prerequisite` is missing (fails under
+/// `CI=true`): `fake_sidecar::skips::skip` with this build's records file.
+pub fn skip(prerequisite: &str, why: &str) {
+    fake_sidecar::skips::skip(Path::new(env!("CARGO_TARGET_TMPDIR")), prerequisite, why);
+}
 
 /// Whether tandem can run as PID 1 of a new PID namespace here (root and a
 /// working `unshare`, with an `env` that has `--default-signal`); if not, calls

@@ -149,11 +149,14 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
     annotation_only(&plan, &line);
     let failed: Images = [(
         "uploader".to_string(),
-        Err("not found (fix it)".to_string()),
+        Err(crate::registry::Failure::NotFound("HTTP 404".into())),
     )]
     .into();
     let plan = planned(&audit, Scope::Label, &failed);
     let line = plan.report.as_ref().unwrap().line();
-    assert!(line.contains("was not read: not found (fix it)"), "{line}");
+    assert!(
+        line.contains("was not read: not found (check the image name"),
+        "{line}"
+    );
     assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
 }

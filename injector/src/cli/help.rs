@@ -6,8 +6,9 @@ use super::options::OPTIONS;
 
 /// Where an option's text starts, after `  --flag VALUE` and padding.
 pub(super) const HELP_COLUMN: usize = 24;
-/// `--help` fits a classic terminal, as `tandem --help` does.
-pub const HELP_WIDTH: usize = 80;
+// `--help` fits a classic terminal, laid out as `tandem --help` is.
+pub use tandem_common::help::HELP_WIDTH;
+use tandem_common::help::wrap;
 
 /// `--help` before the options.
 const USAGE: &str = "\
@@ -62,25 +63,6 @@ pub fn help() -> String {
     }
     out.push_str(FOOTER);
     out
-}
-
-/// Breaks `text` at spaces into lines of at most `width` characters (a longer
-/// word stands alone), appending them to `lines`.
-fn wrap<'a>(text: &'a str, width: usize, lines: &mut Vec<&'a str>) {
-    let mut rest = text.trim();
-    while rest.chars().count() > width {
-        let limit = rest
-            .char_indices()
-            .nth(width + 1)
-            .map_or(rest.len(), |(i, _)| i);
-        let cut = rest[..limit]
-            .rfind(' ')
-            .or_else(|| rest.find(' '))
-            .unwrap_or(rest.len());
-        lines.push(&rest[..cut]);
-        rest = rest[cut..].trim_start();
-    }
-    lines.push(rest);
 }
 
 #[cfg(test)]

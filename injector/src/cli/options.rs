@@ -65,6 +65,7 @@ pub struct Given {
     pub drain: Option<Setting>,
     pub registry_auth: Option<Setting>,
     pub registry_ca: Option<Setting>,
+    pub registry_allow: Option<Setting>,
     pub output: Option<Setting>,
     /// `audit`'s FILE: the free word after the command's.
     pub input: Option<OsString>,
@@ -154,6 +155,15 @@ pub(super) const REGISTRY_CA: Opt = Opt {
     commands: SERVE,
     field: |g| &mut g.registry_ca,
 };
+pub(super) const REGISTRY_ALLOW: Opt = Opt {
+    flag: "--registry-allow",
+    var: "TANDEM_INJECTOR_REGISTRY_ALLOW",
+    value: "HOST[:PORT],…",
+    help: "the registries that may be looked up (*.example.com: the names below it; \
+           default any); loopback and link-local ones only when named",
+    commands: SERVE,
+    field: |g| &mut g.registry_allow,
+};
 pub(super) const OUTPUT: Opt = Opt {
     flag: "--output",
     var: "TANDEM_INJECTOR_AUDIT_OUTPUT",
@@ -163,7 +173,7 @@ pub(super) const OUTPUT: Opt = Opt {
     field: |g| &mut g.output,
 };
 /// Every option, in the order `--help` lists them.
-pub(super) const OPTIONS: [&Opt; 9] = [
+pub(super) const OPTIONS: [&Opt; 10] = [
     &LISTEN,
     &CERT,
     &KEY,
@@ -172,5 +182,6 @@ pub(super) const OPTIONS: [&Opt; 9] = [
     &DRAIN,
     &REGISTRY_AUTH,
     &REGISTRY_CA,
+    &REGISTRY_ALLOW,
     &OUTPUT,
 ];

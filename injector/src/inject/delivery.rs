@@ -5,7 +5,10 @@
 
 use serde_json::{Value, json};
 
-use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, TOKEN_DIR};
+use crate::layout::{
+    BIN_DIR, BIN_VOLUME, IMAGE_BINARY, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, SHARED_DIR,
+    SHARED_VOLUME, TOKEN_DIR,
+};
 
 /// The route of the binary into the Pod (`--install`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,6 +72,21 @@ impl Install {
     }
 }
 
+/// The `emptyDir` where several job containers record who has finished (SPEC §9).
+pub fn shared_volume() -> Value {
+    json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}})
+}
+
+/// A wrapped container's mount of the binary's volume, read-only.
+pub fn bin_mount() -> Value {
+    json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})
+}
+
+/// A wrapped container's mount of the shared volume (SPEC §9).
+pub fn shared_mount() -> Value {
+    json!({"name": SHARED_VOLUME, "mountPath": SHARED_DIR})
+}
+
 /// Whether `volume` is the binary's image volume: with no init container, it
 /// is what marks a Pod already changed (an `emptyDir` of that name alone is
 /// not ours: the init container marks those).
@@ -82,7 +100,7 @@ fn install_container(image: &str) -> Value {
     json!({
         "name": INSTALL_CONTAINER,
         "image": image,
-        "command": ["/tandem", "--install-to", INSTALL_DIR],
+        "command": [IMAGE_BINARY, "--install-to", INSTALL_DIR],
         "volumeMounts": [
             {"name": BIN_VOLUME, "mountPath": INSTALL_DIR},
             {"name": BIN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": true},

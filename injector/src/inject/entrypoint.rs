@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use crate::inject::report::{Found, Skip};
 use crate::layout::{ENTRYPOINT_ANNOTATION, TANDEM};
-use crate::registry::ImageConfig;
+use crate::registry::{Failure, ImageConfig};
 
 /// What was found out, before planning, about the images of job containers
 /// without `command` (see `inject::wanted`), by container name: the image's
-/// configuration, or why there is none (with the fix).
-pub type Images = HashMap<String, Result<ImageConfig, String>>;
+/// configuration, or why there is none.
+pub type Images = HashMap<String, Result<ImageConfig, Failure>>;
 
 /// The container's new `command`, and its new `args` when they must be set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,10 +62,10 @@ pub fn without_command(
                 config.cmd.clone(),
                 Found::Registry,
             ),
-            Some(Err(why)) => {
+            Some(Err(failure)) => {
                 return Err(Skip::Unread {
                     image: image.unwrap_or("?").to_string(),
-                    why: why.clone(),
+                    failure: failure.clone(),
                 });
             }
             None => return Err(Skip::NoCommand),

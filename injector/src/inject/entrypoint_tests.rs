@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::inject::delivery::Mode;
 use crate::layout::{BIN_DIR, TANDEM};
-use crate::registry::ImageConfig;
+use crate::registry::{Failure, ImageConfig};
 use crate::tests::pods::{self, container, job_pod, review};
 use crate::tests::{install, planned, strings};
 
@@ -29,7 +29,7 @@ fn one_job(args: &[&str]) -> Value {
     job_pod("j", vec![container("job", IMAGE, None, args)], vec![])
 }
 
-fn found(answer: Result<ImageConfig, String>) -> Images {
+fn found(answer: Result<ImageConfig, Failure>) -> Images {
     Images::from([("job".to_string(), answer)])
 }
 
@@ -113,9 +113,9 @@ fn the_annotation_gives_the_entrypoint_without_a_lookup_and_wins() {
 fn a_container_that_cannot_be_wrapped_is_left_as_it_is_with_the_reason() {
     let mut bad = one_job(&[]);
     bad["metadata"]["annotations"]["tandem.dev/entrypoint.job"] = json!("/app/run --x");
-    let failed = found(Err(
-        "access denied: HTTP 401 (give the injector a login)".into()
-    ));
+    let failed = found(Err(Failure::Denied(
+        "HTTP 401 and --registry-auth has none for registry.example.com".into(),
+    )));
     let empty = found(Ok(config(&[], &[])));
     let cases = [
         (
@@ -126,7 +126,7 @@ fn a_container_that_cannot_be_wrapped_is_left_as_it_is_with_the_reason() {
         (
             &one_job(&[]),
             failed,
-            "its image registry.example.com/batch:2 was not read: access denied: HTTP 401",
+            "its image registry.example.com/batch:2 was not read: unauthorized (give the injector",
         ),
         (
             &one_job(&[]),

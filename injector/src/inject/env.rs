@@ -9,6 +9,7 @@ use super::pod::Container;
 use crate::inject::report::{Fate, Report};
 use crate::layout::SHARED_DIR;
 use crate::sidecars::Sidecar;
+use tandem_common::vars::{MESH, READY_URLS, SEVERAL};
 
 /// Splits the known sidecars into those tandem quits and those it only waits
 /// for. Classic sidecars are quit by tandem (their preset); native ones only
@@ -30,7 +31,7 @@ pub(super) fn quit_or_wait(
     if !unwrapped {
         return (classic, native);
     }
-    if !wrapped.iter().any(|c| c.sets("TANDEM_MESH")) {
+    if !wrapped.iter().any(|c| c.sets(MESH)) {
         report.not_quit = classic
             .iter()
             .filter_map(|s| s.container.map(str::to_string))
@@ -89,21 +90,16 @@ fn variables(
 ) -> Vec<Value> {
     let mut vars = Vec::new();
     let var = |name: &str, value: String| json!({"name": name, "value": value});
-    if !c.sets("TANDEM_MESH") && !c.sets("TANDEM_READY_URLS") {
+    if !c.sets(MESH) && !c.sets(READY_URLS) {
         let mesh: Vec<&str> = classic.iter().map(|s| s.preset).collect();
         if !mesh.is_empty() {
-            vars.push(var("TANDEM_MESH", mesh.join(",")));
+            vars.push(var(MESH, mesh.join(",")));
         }
         let ready: Vec<String> = native.iter().filter_map(|s| ready_url(s, c)).collect();
         if !ready.is_empty() {
-            vars.push(var("TANDEM_READY_URLS", ready.join(",")));
+            vars.push(var(READY_URLS, ready.join(",")));
         }
     }
-    const SEVERAL: [&str; 3] = [
-        "TANDEM_JOB_CONTAINERS",
-        "TANDEM_CONTAINER_NAME",
-        "TANDEM_SHARED_DIR",
-    ];
     if let Some(jobs) = jobs
         && !SEVERAL.iter().any(|v| c.sets(v))
     {

@@ -4,8 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::command::{self, Commands};
-use crate::inject::delivery::Install;
-use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME};
+use crate::inject::delivery::{self, Install};
 
 /// Appends to `patch` what installs tandem in the Pod whose `spec` is given
 /// (`has_volumes`: it has a `volumes` list) and wraps `commands.wrapped`.
@@ -19,7 +18,7 @@ pub(super) fn install(
     let several = commands.wrapped.len() > 1;
     let mut new_volumes = vec![install.volume()];
     if several {
-        new_volumes.push(json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}));
+        new_volumes.push(delivery::shared_volume());
     }
     append(patch, "/spec/volumes", has_volumes, new_volumes);
     if let Some(container) = install.init_container() {
@@ -29,9 +28,9 @@ pub(super) fn install(
     for c in &commands.wrapped {
         let at = format!("/spec/containers/{}", c.index);
         patch.extend(command::ops(&at, c, commands.found.get(&c.index)));
-        let mut mounts = vec![json!({"name": BIN_VOLUME, "mountPath": BIN_DIR, "readOnly": true})];
+        let mut mounts = vec![delivery::bin_mount()];
         if several {
-            mounts.push(json!({"name": SHARED_VOLUME, "mountPath": SHARED_DIR}));
+            mounts.push(delivery::shared_mount());
         }
         append(patch, &format!("{at}/volumeMounts"), c.has_mounts, mounts);
     }

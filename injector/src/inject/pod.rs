@@ -112,7 +112,7 @@ pub(super) fn known(
     list: &[Container],
     keep: impl Fn(&Container) -> bool,
 ) -> Vec<&'static Sidecar> {
-    sidecars::injected()
+    sidecars::containers()
         .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
         .map(|(_, s)| s)
         .collect()

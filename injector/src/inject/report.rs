@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::metrics::{self, Counter};
+use crate::registry::Failure;
 use crate::say;
 
 use crate::layout::INJECTION_ANNOTATION;
@@ -60,13 +61,13 @@ pub enum Skip {
     /// No `command`: it runs its image's entrypoint, which the Pod does not
     /// name, and its image was not looked up.
     NoCommand,
-    /// No `command`, and its image's configuration could not be read: `why`
-    /// says the registry's answer and the fix.
+    /// No `command`, and its image's configuration could not be read (or
+    /// its registry may not be contacted): the kind of failure and the fix.
     Unread {
         /// The container's `image`.
         image: String,
-        /// The answer, with the fix.
-        why: String,
+        /// Why it was not read.
+        failure: Failure,
     },
     /// No `command`, and its entrypoint annotation is malformed (this says how).
     BadAnnotation(String),
@@ -82,7 +83,8 @@ impl Skip {
     /// Why, and the fix when there is one.
     fn words(&self) -> String {
         let fixed = match self {
-            Skip::Unread { image, why } => {
+            Skip::Unread { image, failure } => {
+                let why = failure.words();
                 return format!("it has no command and its image {image} was not read: {why}");
             }
             Skip::BadAnnotation(why) => {
@@ -110,6 +112,10 @@ impl Skip {
     fn counter(&self) -> Counter {
         match self {
             Skip::NoCommand => Counter::SkippedNoCommand,
+            Skip::Unread {
+                failure: Failure::NotAllowed(_),
+                ..
+            } => Counter::SkippedNotAllowed,
             Skip::Unread { .. } => Counter::SkippedImageUnread,
             Skip::BadAnnotation(_) => Counter::SkippedBadAnnotation,
             Skip::NothingToRun => Counter::SkippedNothingToRun,

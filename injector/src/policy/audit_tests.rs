@@ -1,7 +1,8 @@
 //! The printed policy leaves a Pod under audit alone (SPEC §10.8): no binding of
 //! the mutating policy selects a Pod labelled `audit`, or an unlabelled one in
-//! a namespace labelled `audit`; and the warning policy does not warn about an
-//! audited Job. The bindings' selectors are evaluated as the API server does.
+//! a namespace labelled `audit`, while the webhook's configuration sends each
+//! to one route; and the warning policy does not warn about an audited Job.
+//! The selectors are evaluated as the API server does.
 
 use serde_json::{Map, Value, json};
 
@@ -87,6 +88,62 @@ fn no_binding_of_the_mutating_policy_selects_a_pod_under_audit() {
     for (pod, namespace, expected) in cases {
         assert_eq!(
             bindings(pod, namespace),
+            *expected,
+            "Pod {pod:?} in a namespace {namespace:?}"
+        );
+    }
+}
+
+/// The webhooks of the shipped configuration that are sent a Pod with `pod`
+/// labels in a namespace with `namespace` labels.
+fn webhooks(pod: &[(&str, &str)], namespace: &[(&str, &str)]) -> Vec<String> {
+    let mut ns = vec![("kubernetes.io/metadata.name", "tandem-jobs")];
+    ns.extend_from_slice(namespace);
+    let config = crate::webhook::configuration();
+    list(field(&config, "webhooks"))
+        .iter()
+        .filter(|w| {
+            selects(optional(w, "objectSelector"), pod)
+                && selects(optional(w, "namespaceSelector"), &ns)
+        })
+        .map(|w| text(field(w, "name")))
+        .collect()
+}
+
+#[test]
+fn the_webhook_is_sent_the_pods_under_audit_each_by_one_route() {
+    const LABEL: &str = "tandem.dev/inject";
+    type Labels<'a> = &'a [(&'a str, &'a str)];
+    let none: Labels = &[];
+    let cases: &[(Labels, Labels, &[&str])] = &[
+        (&[(LABEL, "audit")], none, &["pods.injector.tandem.dev"]),
+        (
+            &[(LABEL, "audit")],
+            &[(LABEL, "enabled")],
+            &["pods.injector.tandem.dev"],
+        ),
+        (
+            none,
+            &[(LABEL, "audit")],
+            &["audit.namespaces.injector.tandem.dev"],
+        ),
+        (
+            &[(LABEL, "enabled")],
+            &[(LABEL, "audit")],
+            &["pods.injector.tandem.dev"],
+        ),
+        (&[(LABEL, "disabled")], &[(LABEL, "audit")], &[]),
+        (
+            none,
+            &[(LABEL, "enabled")],
+            &["namespaces.injector.tandem.dev"],
+        ),
+        (&[(LABEL, "enabled")], none, &["pods.injector.tandem.dev"]),
+        (none, none, &[]),
+    ];
+    for (pod, namespace, expected) in cases {
+        assert_eq!(
+            webhooks(pod, namespace),
             *expected,
             "Pod {pod:?} in a namespace {namespace:?}"
         );

@@ -14,6 +14,7 @@
 
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::sidecars::{self, Sidecar};
+use tandem_common::vars;
 
 /// The most containers a Pod the policy changes may have: it bounds the
 /// policy's cost (indexOf on the names makes a Pod's cost grow with the square
@@ -27,13 +28,9 @@ pub use crate::layout::ENTRYPOINT_ANNOTATION;
 pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#;
 
 /// The variables that say where tandem's list of sidecars comes from (§6).
-pub const MESH_VARS: [&str; 2] = ["TANDEM_MESH", "TANDEM_READY_URLS"];
+pub const MESH_VARS: [&str; 2] = [vars::MESH, vars::READY_URLS];
 /// §9's variables, set together or not at all.
-pub const SEVERAL: [&str; 3] = [
-    "TANDEM_JOB_CONTAINERS",
-    "TANDEM_CONTAINER_NAME",
-    "TANDEM_SHARED_DIR",
-];
+pub use tandem_common::vars::SEVERAL;
 
 /// A CEL string literal.
 pub fn quote(text: &str) -> String {
@@ -48,12 +45,12 @@ pub fn list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
 
 /// The known sidecars' container names, as a CEL list.
 pub fn sidecar_names() -> String {
-    list(sidecars::injected().map(|(c, _)| c))
+    list(sidecars::containers().map(|(c, _)| c))
 }
 
 /// Whether container `c` is a job container: not a known sidecar.
 fn is_job(c: &str) -> String {
-    format!("!({c}.name in {})", sidecar_names())
+    format!("!({c}.name in\n      {})", sidecar_names())
 }
 
 /// Whether container `c` has a command of its own.
@@ -69,7 +66,7 @@ fn runs_tandem(c: &str) -> String {
 /// Whether container `c` sets one of `names`.
 fn sets_any(c: &str, names: &[&str]) -> String {
     format!(
-        "has({c}.env) && {c}.env.exists(e, e.name in {})",
+        "has({c}.env) && {c}.env.exists(e, e.name in\n      {})",
         list(names)
     )
 }
@@ -106,12 +103,12 @@ pub fn something_to_do() -> String {
     let sidecar = sidecar_names();
     let again = format!(
         "object.spec.containers.exists(c, {job} &&\n    {runs} &&\n    \
-         (!({mesh}) &&\n      (object.spec.containers.exists(s, s.name in {sidecar}) ||\n      \
+         (!({mesh}) &&\n      (object.spec.containers.exists(s, s.name in\n        {sidecar}) ||\n      \
          has(object.spec.initContainers) &&\n      \
-         object.spec.initContainers.exists(s, s.name in {sidecar})) ||\n    \
+         object.spec.initContainers.exists(s, s.name in\n        {sidecar})) ||\n    \
          !({several}) &&\n      \
          object.spec.containers.exists(o, o.name != c.name &&\n        \
-         {other_job} && {other_runs})))",
+         {other_job} &&\n        {other_runs})))",
         job = is_job("c"),
         runs = runs_tandem("c"),
         mesh = sets_any("c", &MESH_VARS),
@@ -139,7 +136,7 @@ pub fn something_to_do() -> String {
 /// then does a tandem quit the sidecars.
 pub fn quit() -> String {
     format!(
-        "object.spec.containers.all(c, c.name in {} ||\n  {} ||\n  {})",
+        "object.spec.containers.all(c, c.name in\n    {} ||\n  {} ||\n  {})",
         sidecar_names(),
         has_command("c"),
         has_entrypoint("object.metadata", "c.name")
@@ -189,7 +186,7 @@ pub fn wrap() -> String {
     format!(
         "variables.injected ? variables.jobs.filter(j, j.runs) :\n  \
          has(object.spec.volumes) &&\n    \
-         object.spec.volumes.exists(v, v.name == {} || v.name == {}) ? [] :\n  \
+         object.spec.volumes.exists(v,\n      v.name == {} || v.name == {}) ? [] :\n  \
          variables.jobs.filter(j, size(j.cmd) > 0 &&\n    \
          j.cmd[0] != 'tandem' && !j.cmd[0].endsWith('/tandem'))",
         quote(BIN_VOLUME),
@@ -201,7 +198,7 @@ pub fn wrap() -> String {
 /// sidecars present in table order; empty when some job container is left
 /// unwrapped (then no tandem quits).
 pub fn mesh() -> String {
-    let pairs: Vec<String> = sidecars::injected()
+    let pairs: Vec<String> = sidecars::containers()
         .map(|(container, s)| list([container, s.preset]))
         .collect();
     format!(
@@ -214,12 +211,12 @@ pub fn mesh() -> String {
 /// in table order: the native ones, and the classic ones too when no tandem
 /// quits (SPEC §10's mixed case).
 pub fn waited() -> String {
-    let with_url: Vec<&str> = sidecars::injected()
-        .filter(|(_, s)| s.ready.is_some())
+    let with_url: Vec<&str> = sidecars::containers()
+        .filter(|(_, s)| s.ready.endpoint().is_some())
         .map(|(c, _)| c)
         .collect();
     format!(
-        "{}.filter(s, s in variables.natives ||\n  (!variables.quit && s in variables.mains))",
+        "{}\n  .filter(s, s in variables.natives ||\n    (!variables.quit && s in variables.mains))",
         list(with_url)
     )
 }
@@ -227,7 +224,7 @@ pub fn waited() -> String {
 /// `TANDEM_READY_URLS`'s value for the job container `c`: the readiness URLs of
 /// `variables.waited`, comma-joined.
 pub fn ready(c: &str) -> String {
-    let each: Vec<String> = sidecars::injected()
+    let each: Vec<String> = sidecars::containers()
         .filter_map(|(container, s)| Some((container, ready_url(s, c)?)))
         .map(|(container, url)| format!("s == {} ? {url}", quote(container)))
         .collect();
@@ -240,15 +237,15 @@ pub fn ready(c: &str) -> String {
 /// Sidecar `s`'s readiness URL for job container `c`, with the port its
 /// `port_var` gives when that is a literal port number.
 fn ready_url(s: &Sidecar, c: &str) -> Option<String> {
-    let url = s.ready?;
+    let ready = s.ready_on(None)?;
     let Some(var) = s.port_var else {
-        return Some(quote(url));
+        return Some(quote(&ready));
     };
-    let (port, path) = sidecars::port_and_path(url);
+    let (port, path) = s.ready.endpoint().map(|e| (e.port, e.path))?;
     // The first entry of that name, as the webhook reads it; a value that is
     // not a port number (or none) keeps the default port.
     Some(format!(
-        "{} + ((has({c}.env) ? {c}.env.filter(e, e.name == {}) : [])\n            \
+        "{} +\n            ((has({c}.env) ? {c}.env.filter(e, e.name == {}) : [])\n            \
          .map(e, has(e.value) && e.value.matches('^[0-9]{{1,5}}$') &&\n              \
          int(e.value) > 0 && int(e.value) <= 65535 ? e.value : {default})\n            \
          + [{default}])[0] + {}",

@@ -4,11 +4,11 @@
 //! its own at `/-` and a missing list is created as `[]` first: a `value` that
 //! is a list of typed objects makes 1.36.2's API server panic.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::cel::{MESH_VARS, SEVERAL, quote, ready};
-use crate::inject::delivery::Install;
-use crate::layout::{BIN_DIR, BIN_VOLUME, SHARED_DIR, SHARED_VOLUME, TANDEM};
+use crate::inject::delivery::{self, Install};
+use crate::layout::{SHARED_DIR, TANDEM};
 
 /// The JSONPatch that changes the Pod, for `install`'s route: the install
 /// parts and commands on a Pod not changed yet, then the variables.
@@ -29,18 +29,8 @@ fn add(path: &str, value: &str) -> String {
 /// and for each wrapped container (`j`, a record of `variables.wrap`) its
 /// command and mounts.
 fn install_ops(install: &Install) -> Vec<String> {
-    let mount = |name: &str, dir: &str, read_only: bool| {
-        let mut m = json!({"name": name, "mountPath": dir});
-        if read_only {
-            m["readOnly"] = json!(true);
-        }
-        object_at("Object.spec.containers.volumeMounts", &m, 3)
-    };
-    let shared_volume = object_at(
-        "Object.spec.volumes",
-        &json!({"name": SHARED_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}}),
-        3,
-    );
+    let mount = |m: &Value| object_at("Object.spec.containers.volumeMounts", m, 3);
+    let shared_volume = object_at("Object.spec.volumes", &delivery::shared_volume(), 3);
     let volume = object("Object.spec.volumes", &install.volume());
     let mut ops = vec![
         format!(
@@ -66,14 +56,11 @@ fn install_ops(install: &Install) -> Vec<String> {
         ),
         format!(
             "variables.wrap.map(j, {})",
-            add("j.at + 'volumeMounts/-'", &mount(BIN_VOLUME, BIN_DIR, true))
+            add("j.at + 'volumeMounts/-'", &mount(&delivery::bin_mount()))
         ),
         format!(
             "(variables.several ? variables.wrap.map(j,\n    {}) : [])",
-            add(
-                "j.at + 'volumeMounts/-'",
-                &mount(SHARED_VOLUME, SHARED_DIR, false)
-            )
+            add("j.at + 'volumeMounts/-'", &mount(&delivery::shared_mount()))
         ),
     ]);
     ops

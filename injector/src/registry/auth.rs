@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use super::reference::DOCKER_HUB;
+use super::reference::{DOCKER_HUB, is_docker_hub};
 
 /// One account.
 #[derive(Clone, PartialEq, Eq)]
@@ -106,11 +106,10 @@ fn host_of(key: &str) -> String {
         .or_else(|| key.strip_prefix("http://"))
         .unwrap_or(key);
     let host = rest.split('/').next().unwrap_or(rest).to_lowercase();
-    match host.as_str() {
-        "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => {
-            DOCKER_HUB.to_string()
-        }
-        _ => host,
+    if is_docker_hub(&host) {
+        DOCKER_HUB.to_string()
+    } else {
+        host
     }
 }
 

@@ -122,6 +122,12 @@ impl<V: Clone> Cache<V> {
         };
         let (value, ttl) = look();
         guard.armed = false;
+        self.store(key, value.clone(), ttl);
+        Some((value, Source::Miss))
+    }
+
+    /// Keeps `value` for `key` for `ttl` (`None`: for good) and wakes the waiters.
+    fn store(&self, key: &str, value: V, ttl: Option<Duration>) {
         let mut state = self.lock();
         state.clock += 1;
         let used = state.clock;
@@ -129,7 +135,7 @@ impl<V: Clone> Cache<V> {
         state.slots.insert(
             key.to_string(),
             Slot::Ready {
-                value: value.clone(),
+                value,
                 expires,
                 used,
             },
@@ -137,7 +143,6 @@ impl<V: Clone> Cache<V> {
         self.evict(&mut state);
         drop(state);
         self.done.notify_all();
-        Some((value, Source::Miss))
     }
 
     /// Drops the expired answers, then the least recently used, down to capacity.

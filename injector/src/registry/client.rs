@@ -4,61 +4,47 @@
 //! by digest is checked against it, redirects are followed only for blobs
 //! (their storage), at most [`MAX_REDIRECTS`], over HTTPS and without the
 //! registry's credentials. A 401 is answered once, with a bearer token from the
-//! challenge's realm or with basic credentials.
+//! challenge's realm or with basic credentials. A registry `--registry-allow`
+//! does not permit is refused before anything is contacted.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use ureq::Agent;
-use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
+use super::allow::{Allow, HostPort};
 use super::auth::Credentials;
 use super::failure::Failure;
 use super::manifest::{self, Document, ImageConfig};
 use super::reference::Reference;
-use super::token;
+use super::{token, transport};
 
 /// A manifest or index is read up to this size (the distribution registry's own limit).
 pub const MAX_MANIFEST: u64 = 4 << 20;
 /// An image configuration is read up to this size.
 pub const MAX_CONFIG: u64 = 4 << 20;
-/// A token endpoint's answer is read up to this size.
-pub const MAX_TOKEN: u64 = 64 << 10;
 /// Redirects followed for one blob.
 pub const MAX_REDIRECTS: usize = 3;
 
-/// A registry client: one connection pool, the credentials and the trusted CAs.
+/// A registry client: one connection pool, the credentials, the trusted CAs
+/// and the registries it may contact.
 pub struct Client {
     agent: Agent,
     credentials: Credentials,
+    allow: Arc<Allow>,
 }
 
 impl Client {
     /// A client trusting Mozilla's roots and `extra_roots` (DER), with
-    /// `credentials` for the registries they name.
-    pub fn new(credentials: Credentials, extra_roots: &[Vec<u8>]) -> Client {
-        let roots: Vec<Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-            .chain(
-                extra_roots
-                    .iter()
-                    .map(|der| Certificate::from_der(der).to_owned()),
-            )
-            .collect();
-        let tls = TlsConfig::builder()
-            .provider(TlsProvider::Rustls)
-            .root_certs(RootCerts::Specific(Arc::new(roots)))
-            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .build();
-        let agent = Agent::config_builder()
-            .tls_config(tls)
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .user_agent(concat!("tandem-injector/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        Client { agent, credentials }
+    /// `credentials` for the registries they name, contacting only the
+    /// registries `allow` permits.
+    pub fn new(credentials: Credentials, extra_roots: &[Vec<u8>], allow: Allow) -> Client {
+        let allow = Arc::new(allow);
+        Client {
+            agent: transport::agent(extra_roots, allow.clone()),
+            credentials,
+            allow,
+        }
     }
 
     /// The image configuration `reference` names, read by `deadline`.
@@ -67,6 +53,13 @@ impl Client {
         reference: &Reference,
         deadline: Instant,
     ) -> Result<ImageConfig, Failure> {
+        let registry = HostPort::parse(&reference.host).map_err(Failure::Reference)?;
+        if !self.allow.permits(&registry) {
+            return Err(Failure::NotAllowed(format!(
+                "{registry} is not in --registry-allow {}",
+                self.allow
+            )));
+        }
         let mut session = Session {
             client: self,
             reference,
@@ -149,25 +142,13 @@ impl Session<'_> {
         let mut hops = 0;
         let mut challenged = false;
         loop {
-            let remaining = self.deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return Err(Failure::Timeout);
-            }
-            let mut request = self
-                .client
-                .agent
-                .get(&url)
-                .config()
-                .timeout_global(Some(remaining))
-                .build()
-                .header("Accept", accept);
+            let mut headers = vec![("Accept", accept)];
             // Credentials go to the registry only, never to where it redirects.
-            if hops == 0
-                && let Some(authorization) = &self.authorization
-            {
-                request = request.header("Authorization", authorization);
+            if let (0, Some(authorization)) = (hops, &self.authorization) {
+                headers.push(("Authorization", authorization.as_str()));
             }
-            let mut response = request.call().map_err(|e| failure(&url, e))?;
+            let agent = &self.client.agent;
+            let mut response = transport::get(agent, &url, &[], &headers, self.deadline)?;
             let status = response.status().as_u16();
             let header = |name: &str| {
                 response
@@ -179,52 +160,48 @@ impl Session<'_> {
             match status {
                 200 => {
                     let content_type = header("content-type");
-                    let body = response
-                        .body_mut()
-                        .with_config()
-                        .limit(limit)
-                        .read_to_vec()
-                        .map_err(|e| failure(&url, e))?;
+                    let body = transport::read(&url, &mut response, limit)?;
                     return Ok((content_type, body));
                 }
                 401 if hops == 0 && !challenged => {
                     challenged = true;
-                    let header = header("www-authenticate").unwrap_or_default();
-                    let login = self.client.credentials.for_host(&self.reference.host);
-                    let authorization = token::authorize(
-                        &self.client.agent,
-                        login,
-                        self.reference,
-                        &header,
-                        self.deadline,
-                    )?;
-                    self.authorization = Some(authorization);
+                    self.answer(&header("www-authenticate").unwrap_or_default())?;
                 }
-                401 | 403 => {
-                    let why = match (
-                        &self.authorization,
-                        self.client.credentials.for_host(&self.reference.host),
-                    ) {
-                        (_, Some(login)) => format!(
-                            "HTTP {status} with the login {:?} for {}",
-                            login.username, self.reference.host
-                        ),
-                        (_, None) => format!(
-                            "HTTP {status} and --registry-auth has no login for {}",
-                            self.reference.host
-                        ),
-                    };
-                    return Err(Failure::Denied(why));
-                }
+                401 | 403 => return Err(self.denied(status)),
                 404 => return Err(Failure::NotFound(format!("HTTP 404 for {url}"))),
                 301 | 302 | 303 | 307 | 308 if blob && hops < MAX_REDIRECTS => {
-                    let location = header("location").unwrap_or_default();
-                    url = redirect(&origin, &location)?;
+                    url = redirect(&origin, &header("location").unwrap_or_default())?;
                     hops += 1;
                 }
                 _ => return Err(Failure::Malformed(format!("HTTP {status} for {url}"))),
             }
         }
+    }
+
+    /// Answers the registry's 401 `challenge`: the authorization to send next.
+    fn answer(&mut self, challenge: &str) -> Result<(), Failure> {
+        let login = self.client.credentials.for_host(&self.reference.host);
+        let authorization = token::authorize(
+            &self.client.agent,
+            login,
+            self.reference,
+            challenge,
+            self.deadline,
+        )?;
+        self.authorization = Some(authorization);
+        Ok(())
+    }
+
+    /// The failure for a 401 or 403 after the challenge was answered.
+    fn denied(&self, status: u16) -> Failure {
+        let host = &self.reference.host;
+        Failure::Denied(match self.client.credentials.for_host(host) {
+            Some(login) => format!(
+                "HTTP {status} with the login {:?} for {host}",
+                login.username
+            ),
+            None => format!("HTTP {status} and --registry-auth has none for {host}"),
+        })
     }
 }
 
@@ -251,25 +228,6 @@ fn verify(digest: &str, body: &[u8]) -> Result<(), Failure> {
         Err(Failure::Malformed(format!(
             "the content served for {digest} has digest sha256:{hex}"
         )))
-    }
-}
-
-/// The failure for a transport error on `url`.
-pub(super) fn failure(url: &str, error: ureq::Error) -> Failure {
-    match error {
-        ureq::Error::Timeout(_) => Failure::Timeout,
-        ureq::Error::Io(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-            ) =>
-        {
-            Failure::Timeout
-        }
-        ureq::Error::BodyExceedsLimit(limit) => {
-            Failure::Malformed(format!("{url} answered more than {limit} bytes"))
-        }
-        other => Failure::Network(format!("{url}: {other}")),
     }
 }
 

@@ -6,27 +6,37 @@
 //! | module | owns |
 //! |---|---|
 //! | `reference` | an image reference as the runtime reads it |
+//! | `allow` | `--registry-allow`: the registries that may be looked up |
+//! | `reach` | the address rule, applied to every address connected to |
+//! | `transport` | the HTTP agent, one GET, a transport error's meaning |
 //! | `client` | one lookup: manifest, index, configuration blob, authentication |
 //! | `challenge` | the `WWW-Authenticate` header |
 //! | `token` | a 401 answered: basic login or bearer token |
 //! | `manifest` | manifests, indexes, configurations read |
 //! | `auth` | credentials from a Docker `config.json` |
 //! | `cache` | bounded, timed, shared lookups |
+//! | `slots` | at most [`MAX_LOOKUPS`] lookups at once |
 //! | `failure` | why a lookup failed, and the fix |
 
+pub mod allow;
 pub mod auth;
 pub mod cache;
 pub mod challenge;
 pub mod client;
 pub mod failure;
 pub mod manifest;
+pub mod reach;
 pub mod reference;
+pub mod slots;
 pub mod token;
+pub mod transport;
 
 use std::time::{Duration, Instant};
 
 use crate::metrics::{self, Counter};
+use crate::say;
 
+pub use allow::Allow;
 pub use auth::Credentials;
 pub use cache::{Cache, Source};
 pub use client::Client;
@@ -43,6 +53,9 @@ pub const TAG_TTL: Duration = Duration::from_secs(600);
 /// A failure is kept this long, so a Job's many Pods do not each wait for it.
 pub const FAILURE_TTL: Duration = Duration::from_secs(30);
 
+/// Lookups in flight at most; the others wait within their deadline.
+pub const MAX_LOOKUPS: usize = 16;
+
 /// A lookup's answer.
 pub type Answer = Result<ImageConfig, Failure>;
 
@@ -50,6 +63,7 @@ pub type Answer = Result<ImageConfig, Failure>;
 pub struct Registry {
     client: Client,
     cache: Cache<Answer>,
+    slots: slots::Slots,
     /// How long a review waits for its lookups, at most (default [`DEADLINE`]).
     pub deadline: Duration,
 }
@@ -60,6 +74,7 @@ impl Registry {
         Registry {
             client,
             cache: Cache::new(capacity),
+            slots: slots::Slots::new(MAX_LOOKUPS),
             deadline: DEADLINE,
         }
     }
@@ -70,28 +85,40 @@ impl Registry {
             Err(why) => (Err(Failure::Reference(why)), Source::Miss),
             Ok(reference) => {
                 let key = reference.to_string();
-                let found = self.cache.get(&key, deadline, || {
-                    let answer = self.client.image_config(&reference, deadline);
-                    let ttl = match &answer {
-                        Ok(_) if reference.pinned() => None,
-                        Ok(_) => Some(TAG_TTL),
-                        // A timeout is this lookup's, not the image's: not kept.
-                        Err(Failure::Timeout) => Some(Duration::ZERO),
-                        Err(_) => Some(FAILURE_TTL),
-                    };
-                    (answer, ttl)
-                });
+                let found = self
+                    .cache
+                    .get(&key, deadline, || self.look(&reference, deadline));
                 found.unwrap_or((Err(Failure::Timeout), Source::Shared))
             }
         };
+        if let (Err(failure), Source::Miss) = &answer {
+            say!("registry lookup of {image} failed: {failure}");
+        }
         // `/metrics`: a failure (remembered or not), else a hit (a shared
         // lookup included) or a miss.
         metrics::count(match (&answer.0, answer.1) {
+            (Err(Failure::NotAllowed(_)), _) => Counter::RegistryNotAllowed,
             (Err(_), _) => Counter::RegistryFailure,
             (Ok(_), Source::Miss) => Counter::RegistryCacheMiss,
             (Ok(_), _) => Counter::RegistryCacheHit,
         });
         answer
+    }
+
+    /// One lookup, once a slot is free, and how long its answer lives.
+    fn look(&self, reference: &Reference, deadline: Instant) -> (Answer, Option<Duration>) {
+        let answer = match self.slots.take(deadline) {
+            Some(_slot) => self.client.image_config(reference, deadline),
+            None => Err(Failure::Timeout),
+        };
+        let ttl = match &answer {
+            Ok(_) if reference.pinned() => None,
+            Ok(_) => Some(TAG_TTL),
+            // A timeout is this lookup's, not the image's: not kept.
+            Err(Failure::Timeout) => Some(Duration::ZERO),
+            Err(_) => Some(FAILURE_TTL),
+        };
+        (answer, ttl)
     }
 
     /// Answers kept now.

@@ -37,37 +37,8 @@ impl Reference {
             }
             None => (image, None),
         };
-        // A ':' after the last '/' starts the tag; one before it is a port.
-        let slash = rest.rfind('/').map_or(0, |i| i + 1);
-        let (name, tag) = match rest[slash..].find(':') {
-            Some(i) => (&rest[..slash + i], Some(&rest[slash + i + 1..])),
-            None => (rest, None),
-        };
-        if let Some(tag) = tag {
-            let ok = !tag.is_empty()
-                && tag.len() <= 128
-                && !tag.starts_with(['.', '-'])
-                && tag
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
-            if !ok {
-                return Err(bad(&format!("bad tag {tag:?}")));
-            }
-        }
-        let (host, path) = match name.split_once('/') {
-            Some((first, path))
-                if first.contains(['.', ':'])
-                    || first == "localhost"
-                    || first != first.to_lowercase() =>
-            {
-                (first.to_string(), path)
-            }
-            _ => (DOCKER_HUB.to_string(), name),
-        };
-        let host = match host.to_ascii_lowercase().as_str() {
-            DOCKER_HUB | "index.docker.io" | DOCKER_HUB_API => DOCKER_HUB.to_string(),
-            _ => host,
-        };
+        let (name, tag) = split_tag(rest).map_err(|why| bad(&why))?;
+        let (host, path) = split_host(name);
         if host.is_empty()
             || !host
                 .bytes()
@@ -80,18 +51,7 @@ impl Reference {
         } else {
             path.to_string()
         };
-        let component_ok = |c: &str| {
-            !c.is_empty()
-                && c.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
-                && c.starts_with(|ch: char| ch.is_ascii_alphanumeric())
-                && c.ends_with(|ch: char| ch.is_ascii_alphanumeric())
-        };
-        if repository.len() > 255 || !repository.split('/').all(component_ok) {
-            return Err(bad(&format!(
-                "bad repository {repository:?} (lowercase letters, digits and . _ - between slashes)"
-            )));
-        }
+        check_repository(&repository).map_err(|why| bad(&why))?;
         Ok(Reference {
             host,
             repository,
@@ -135,6 +95,81 @@ impl fmt::Display for Reference {
         }
         Ok(())
     }
+}
+
+/// Docker Hub's names: in image references, credential files and
+/// `--registry-allow` alike, each is Docker Hub ([`DOCKER_HUB`]).
+pub const DOCKER_HUB_ALIASES: [&str; 4] = [
+    DOCKER_HUB,
+    "index.docker.io",
+    DOCKER_HUB_API,
+    "registry.hub.docker.com",
+];
+
+/// Whether `host` (any case) is one of Docker Hub's names.
+pub fn is_docker_hub(host: &str) -> bool {
+    DOCKER_HUB_ALIASES
+        .iter()
+        .any(|alias| alias.eq_ignore_ascii_case(host))
+}
+
+/// `name[:tag]` split at the tag: a ':' after the last '/' starts it, one
+/// before it is a port. `Err` says what is wrong with the tag.
+fn split_tag(rest: &str) -> Result<(&str, Option<&str>), String> {
+    let slash = rest.rfind('/').map_or(0, |i| i + 1);
+    let Some(i) = rest[slash..].find(':') else {
+        return Ok((rest, None));
+    };
+    let (name, tag) = (&rest[..slash + i], &rest[slash + i + 1..]);
+    let ok = !tag.is_empty()
+        && tag.len() <= 128
+        && !tag.starts_with(['.', '-'])
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if ok {
+        Ok((name, Some(tag)))
+    } else {
+        Err(format!("bad tag {tag:?}"))
+    }
+}
+
+/// The registry host (Docker Hub's aliases as [`DOCKER_HUB`]) and the path:
+/// the first component is a host when it has a '.' or ':', is `localhost`, or
+/// has capitals; else the name is Docker Hub's.
+fn split_host(name: &str) -> (String, &str) {
+    match name.split_once('/') {
+        Some((first, path))
+            if first.contains(['.', ':'])
+                || first == "localhost"
+                || first != first.to_lowercase() =>
+        {
+            if is_docker_hub(first) {
+                (DOCKER_HUB.to_string(), path)
+            } else {
+                (first.to_string(), path)
+            }
+        }
+        _ => (DOCKER_HUB.to_string(), name),
+    }
+}
+
+/// Lowercase letters, digits and `._-` between slashes, each component
+/// starting and ending alphanumeric, 255 bytes at most.
+fn check_repository(repository: &str) -> Result<(), String> {
+    let component_ok = |c: &str| {
+        !c.is_empty()
+            && c.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+            && c.starts_with(|ch: char| ch.is_ascii_alphanumeric())
+            && c.ends_with(|ch: char| ch.is_ascii_alphanumeric())
+    };
+    if repository.len() > 255 || !repository.split('/').all(component_ok) {
+        return Err(format!(
+            "bad repository {repository:?} (lowercase letters, digits and . _ - between slashes)"
+        ));
+    }
+    Ok(())
 }
 
 /// A digest the injector can check: `sha256:` and 64 lowercase hex digits.
@@ -184,6 +219,7 @@ mod tests {
             hub("library/busybox", Some("x"))
         );
         assert_eq!(parts("registry-1.docker.io/a/b"), hub("a/b", None));
+        assert_eq!(parts("registry.hub.docker.com/a/b"), hub("a/b", None));
         let r = Reference::parse("busybox").unwrap();
         assert_eq!(r.api_host(), DOCKER_HUB_API);
         assert_eq!(r.target(), "latest");

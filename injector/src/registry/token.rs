@@ -11,9 +11,12 @@ use ureq::Agent;
 
 use super::auth::Login;
 use super::challenge::{self, Challenge};
-use super::client::{MAX_TOKEN, failure};
 use super::failure::Failure;
 use super::reference::Reference;
+use super::transport;
+
+/// A token endpoint's answer is read up to this size.
+pub const MAX_TOKEN: u64 = 64 << 10;
 
 /// The `Authorization` value that answers the challenge in `header`.
 pub(super) fn authorize(
@@ -68,32 +71,18 @@ fn token(
     if let Some(service) = bearer.param("service") {
         query.push(("service", service));
     }
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    if remaining.is_zero() {
-        return Err(Failure::Timeout);
-    }
-    let mut request = agent
-        .get(realm)
-        .config()
-        .timeout_global(Some(remaining))
-        .build()
-        .query_pairs(query);
+    let mut headers = Vec::new();
     if let Some(basic) = basic {
-        request = request.header("Authorization", basic);
+        headers.push(("Authorization", basic));
     }
-    let mut response = request.call().map_err(|e| failure(realm, e))?;
+    let mut response = transport::get(agent, realm, &query, &headers, deadline)?;
     let status = response.status().as_u16();
     if status != 200 {
         return Err(Failure::Denied(format!(
             "the token endpoint {realm} answered HTTP {status}"
         )));
     }
-    let body = response
-        .body_mut()
-        .with_config()
-        .limit(MAX_TOKEN)
-        .read_to_vec()
-        .map_err(|e| failure(realm, e))?;
+    let body = transport::read(realm, &mut response, MAX_TOKEN)?;
     let json: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| Failure::Malformed(format!("the token endpoint's answer is not JSON: {e}")))?;
     match json["token"].as_str().or(json["access_token"].as_str()) {

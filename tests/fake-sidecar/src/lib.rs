@@ -23,6 +23,7 @@ pub mod listeners;
 mod routes;
 mod script;
 mod server;
+pub mod skips;
 
 pub use routes::{Flavor, Response};
 pub use script::{Fault, OnRequest, Script};

@@ -1,6 +1,8 @@
 //! The body of each fuzz target, one function each, shared by the fuzzers
-//! (`fuzz_targets/*.rs`, nightly) and the corpus replay (`tests/fuzz_replay.rs`,
-//! stable), so both run the same code. Each body panics only when an invariant of
+//! (`fuzz/fuzz_targets/*.rs`, nightly) and the corpus replay
+//! (`tests/fuzz_replay.rs`, stable), so both run the same code. Here, in the
+//! library both link, rather than a file each includes; tandem's binary never
+//! calls it, so none of it is linked there. Each body panics only when an invariant of
 //! tandem's own fails; a panic inside tandem is a finding too.
 
 use std::ffi::OsString;
@@ -9,9 +11,9 @@ use std::net::{Shutdown, TcpListener};
 use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
-use tandem::value::url::{HttpUrl, redact};
-use tandem::value::{boolean, duration, words};
-use tandem::{cli, config, http, ready};
+use crate::value::url::{HttpUrl, redact};
+use crate::value::{boolean, duration, words};
+use crate::{cli, config, http, ready};
 
 /// Go's largest duration: what `parse_duration` may return at most.
 const MAX_NANOS: u128 = i64::MAX as u128;
@@ -210,7 +212,7 @@ pub fn words(data: &[u8]) {
 
 /// How a body reads a command line: its arguments, and the environment.
 type Parse =
-    fn(Vec<OsString>, &dyn Fn(&str) -> Option<OsString>) -> Result<cli::Cli, tandem::exit::Error>;
+    fn(Vec<OsString>, &dyn Fn(&str) -> Option<OsString>) -> Result<cli::Cli, crate::exit::Error>;
 
 /// Splits `data` into arguments and variables, parses the arguments with `parse`
 /// and builds the configuration; any error must be a usage error.
@@ -236,9 +238,9 @@ fn configure(data: &[u8], parse: Parse) {
             .find(|(n, _)| n.as_slice() == name.as_bytes())
             .map(|(_, v)| v.clone())
     };
-    let check = |e: &tandem::exit::Error| {
+    let check = |e: &crate::exit::Error| {
         let line = e.to_string();
-        assert_eq!(e.exit_code(), tandem::exit::EX_USAGE, "{line}");
+        assert_eq!(e.exit_code(), crate::exit::EX_USAGE, "{line}");
         assert!(!line.is_empty(), "an empty error");
     };
     let cli = match parse(args, &env) {

@@ -1,7 +1,7 @@
-//! The Pod layout both the webhook and the policy write, and the keys a user
-//! or a tool reads: the opt-in label, the annotations, the names of the init
-//! container and volumes, the directories the job containers see. A leaf: it
-//! imports nothing, so every module that writes a Pod can import it.
+//! The Pod layout both the injector's webhook and its policy write and the
+//! wrapper runs in, and the keys a user or a tool reads: the opt-in label, the
+//! annotations, the names of the init container and volumes, the directories
+//! the job containers see, where the tandem image keeps its binary (SPEC §10).
 
 /// The opt-in label, on the Pod (its Job's template) or its namespace.
 pub const LABEL: &str = "tandem.dev/inject";
@@ -16,10 +16,15 @@ pub const INSTALL_CONTAINER: &str = "tandem-install";
 pub const BIN_VOLUME: &str = "tandem-bin";
 /// The `emptyDir` where several job containers record who has finished (§9).
 pub const SHARED_VOLUME: &str = "tandem-shared";
-/// Where the job containers see the binary's volume.
+/// Where the job containers see the binary's volume (not [`IMAGE_BINARY`],
+/// which is a file of the same name in the tandem image).
 pub const BIN_DIR: &str = "/tandem";
-/// The binary in the job containers: the head of every changed command.
+/// The binary in the job containers, in [`BIN_DIR`]: the head of every changed
+/// command.
 pub const TANDEM: &str = "/tandem/tandem";
+/// The binary in the tandem image (its Dockerfile's `COPY`): what the init
+/// container runs, and what [`TANDEM`] is when the image itself is the volume.
+pub const IMAGE_BINARY: &str = "/tandem";
 /// Where the job containers see the shared volume.
 pub const SHARED_DIR: &str = "/tandem-shared";
 /// Where the init container sees the binary's volume: not `/tandem`, which is
@@ -38,3 +43,16 @@ pub const INSTALL_UID: u32 = 65532;
 pub const ENTRYPOINT_ANNOTATION: &str = "tandem.dev/entrypoint.";
 /// The annotation every reviewed Job Pod gets: what the review did, one line.
 pub const INJECTION_ANNOTATION: &str = "tandem.dev/injection";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binary_is_in_its_directory_under_the_images_name() {
+        let name = IMAGE_BINARY.trim_start_matches('/');
+        assert_eq!(TANDEM, format!("{BIN_DIR}/{name}"));
+        assert_ne!(INSTALL_DIR, BIN_DIR);
+        assert!(ENTRYPOINT_ANNOTATION.starts_with(LABEL.split('/').next().unwrap_or("")));
+    }
+}

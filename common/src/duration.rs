@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 /// What a duration looks like, for the error line.
-pub(crate) const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
+pub const EXPECTED_DURATION: &str = "a duration like 300ms, 1.5s or 2m30s";
 /// What whole seconds look like, for the error line.
-pub(crate) const EXPECTED_SECONDS: &str = "whole seconds, 0 or more";
+pub const EXPECTED_SECONDS: &str = "whole seconds, 0 or more";
 
 /// Go's `time.Duration` is an `i64` of nanoseconds; values it cannot hold are
 /// rejected here too, so a setting means the same thing under scuttle and tandem.

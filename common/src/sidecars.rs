@@ -1,23 +1,74 @@
 //! Every sidecar tandem knows, one row each (SPEC §6): its `--mesh` preset, the
-//! container name its injector gives it, the URLs tandem waits on and quits
-//! through, and what its answers mean when its quit endpoint is off.
+//! container name its injector gives it, the endpoints tandem waits on and quits
+//! through (each a port and a path, typed by what tandem does with it), and what
+//! its answers mean when its quit endpoint is off.
 //!
 //! The one home of that knowledge: the wrapper reads it for `--mesh`
 //! (`config::endpoints`) and for the quit lines (`quit::hints`); tandem-injector
-//! compiles this same file (`#[path]` in `injector/src/lib.rs`) to recognise the
-//! sidecars of a Pod. So it uses nothing but `std`: the injector links none of
-//! the wrapper's crates, and the wrapper's `cargo tree` stays as it is. A new
-//! sidecar is one row here, plus its tests.
+//! reads it to recognise the sidecars of a Pod and to write their variables and
+//! its policy's CEL. A new sidecar is one row here, plus its tests.
 
-/// How a preset's endpoints join the configuration (SPEC §2, "Lists").
+/// What every endpoint's URL starts with, its port after it: every sidecar
+/// tandem knows listens on loopback.
+pub const HOST: &str = "http://127.0.0.1:";
+
+/// One of a sidecar's HTTP endpoints on loopback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The Istio sidecar: ready URL, and the pilot-agent base as the Istio quit.
-    Istio,
-    /// Plain Envoy: the admin URL (readiness and the Envoy quit follow from it).
-    Envoy,
-    /// Any other sidecar: one ready URL and one generic quit URL.
-    Generic,
+pub struct Endpoint {
+    /// Its default port.
+    pub port: u16,
+    /// Its path, from `/`; empty for a base URL that tandem adds the path to.
+    pub path: &'static str,
+}
+
+impl Endpoint {
+    /// Its URL, on `port` when one replaces the default (the row's `port_var`).
+    pub fn url(&self, port: Option<u16>) -> String {
+        format!("{HOST}{}{}", port.unwrap_or(self.port), self.path)
+    }
+}
+
+/// What tandem waits on before it starts the app (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// Nothing: the sidecar is ready before the job container starts.
+    Nothing,
+    /// A `GET` that answers 2xx when the sidecar is ready.
+    Get(Endpoint),
+    /// Envoy's admin base: tandem reads its server state there, and Envoy's
+    /// own quit follows from it.
+    EnvoyAdmin(Endpoint),
+}
+
+/// How tandem tells the sidecar to quit (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quit {
+    /// A `POST` to this endpoint (any sidecar's own quit).
+    Post(Endpoint),
+    /// pilot-agent's base: tandem POSTs its `/quitquitquit`, which stops Envoy too.
+    PilotAgent(Endpoint),
+    /// Envoy's admin `/quitquitquit`: tandem POSTs it at the admin base it
+    /// waited on ([`Ready::EnvoyAdmin`]).
+    EnvoyAdmin(Endpoint),
+}
+
+impl Ready {
+    /// The endpoint tandem checks, whatever it checks there.
+    pub fn endpoint(&self) -> Option<&Endpoint> {
+        match self {
+            Ready::Nothing => None,
+            Ready::Get(e) | Ready::EnvoyAdmin(e) => Some(e),
+        }
+    }
+}
+
+impl Quit {
+    /// The endpoint tandem POSTs to, or the base it adds the quit path to.
+    pub fn endpoint(&self) -> &Endpoint {
+        match self {
+            Quit::Post(e) | Quit::PilotAgent(e) | Quit::EnvoyAdmin(e) => e,
+        }
+    }
 }
 
 /// An answer to a quit request, as far as a sidecar's row tells them apart.
@@ -61,14 +112,11 @@ pub struct Sidecar {
     /// The container name its injector gives it; `None` when no injector adds
     /// it (plain Envoy).
     pub container: Option<&'static str>,
-    /// How its URLs are used.
-    pub role: Role,
-    /// Readiness URL (`GET`, 2xx); for `Envoy`, the admin base URL; `None`
-    /// for a sidecar with nothing to wait for.
-    pub ready: Option<&'static str>,
-    /// Quit URL (`POST`); for `Istio`, the pilot-agent base URL.
-    pub quit: &'static str,
-    /// A variable that, when set, replaces the port of both URLs (the Dapr
+    /// What tandem waits on.
+    pub ready: Ready,
+    /// How tandem tells it to quit.
+    pub quit: Quit,
+    /// A variable that, when set, replaces the port of both endpoints (the Dapr
     /// injector sets `DAPR_HTTP_PORT` in every container of the Pod).
     pub port_var: Option<&'static str>,
     /// Its quit endpoint, when a setting must turn it on.
@@ -80,27 +128,42 @@ pub const SIDECARS: &[Sidecar] = &[
     Sidecar {
         preset: "istio",
         container: Some("istio-proxy"),
-        role: Role::Istio,
-        ready: Some("http://127.0.0.1:15021/healthz/ready"),
-        quit: "http://127.0.0.1:15020",
+        ready: Ready::Get(Endpoint {
+            port: 15021,
+            path: "/healthz/ready",
+        }),
+        quit: Quit::PilotAgent(Endpoint {
+            port: 15020,
+            path: "",
+        }),
         port_var: None,
         off: None,
     },
     Sidecar {
         preset: "envoy",
         container: None,
-        role: Role::Envoy,
-        ready: Some("http://127.0.0.1:9901"),
-        quit: "http://127.0.0.1:9901/quitquitquit",
+        ready: Ready::EnvoyAdmin(Endpoint {
+            port: 9901,
+            path: "",
+        }),
+        quit: Quit::EnvoyAdmin(Endpoint {
+            port: 9901,
+            path: "/quitquitquit",
+        }),
         port_var: None,
         off: None,
     },
     Sidecar {
         preset: "linkerd",
         container: Some("linkerd-proxy"),
-        role: Role::Generic,
-        ready: Some("http://127.0.0.1:4191/ready"),
-        quit: "http://127.0.0.1:4191/shutdown",
+        ready: Ready::Get(Endpoint {
+            port: 4191,
+            path: "/ready",
+        }),
+        quit: Quit::Post(Endpoint {
+            port: 4191,
+            path: "/shutdown",
+        }),
         port_var: None,
         off: Some(Off {
             answers: &[Answer::Status(404)],
@@ -113,10 +176,15 @@ pub const SIDECARS: &[Sidecar] = &[
     Sidecar {
         preset: "cloudsql",
         container: Some("cloud-sql-proxy"),
-        role: Role::Generic,
         // What `cloud-sql-proxy wait` polls; `/readiness` turns 503 under load.
-        ready: Some("http://127.0.0.1:9090/startup"),
-        quit: "http://127.0.0.1:9091/quitquitquit",
+        ready: Ready::Get(Endpoint {
+            port: 9090,
+            path: "/startup",
+        }),
+        quit: Quit::Post(Endpoint {
+            port: 9091,
+            path: "/quitquitquit",
+        }),
         port_var: None,
         // The admin port is not even open without the flag.
         off: Some(Off {
@@ -130,22 +198,29 @@ pub const SIDECARS: &[Sidecar] = &[
     Sidecar {
         preset: "dapr",
         container: Some("daprd"),
-        role: Role::Generic,
         // `/outbound`: daprd is usable, without waiting for the app's own channel
         // (the app is what tandem has not started yet).
-        ready: Some("http://127.0.0.1:3500/v1.0/healthz/outbound"),
-        quit: "http://127.0.0.1:3500/v1.0/shutdown",
+        ready: Ready::Get(Endpoint {
+            port: 3500,
+            path: "/v1.0/healthz/outbound",
+        }),
+        quit: Quit::Post(Endpoint {
+            port: 3500,
+            path: "/v1.0/shutdown",
+        }),
         port_var: Some("DAPR_HTTP_PORT"),
         off: None,
     },
     Sidecar {
         preset: "vault",
         container: Some("vault-agent"),
-        role: Role::Generic,
         // The injector's init container has rendered the secrets before the app's
         // container starts: there is nothing to wait for.
-        ready: None,
-        quit: "http://127.0.0.1:8200/agent/v1/quit",
+        ready: Ready::Nothing,
+        quit: Quit::Post(Endpoint {
+            port: 8200,
+            path: "/agent/v1/quit",
+        }),
         port_var: None,
         off: Some(Off {
             answers: &[Answer::Status(404), Answer::Status(405)],
@@ -187,7 +262,7 @@ pub fn by_container(container: &str) -> Option<&'static Sidecar> {
 
 /// The sidecars a mesh's injector adds, with the container name it gives each,
 /// in table order.
-pub fn injected() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
+pub fn containers() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
     SIDECARS.iter().filter_map(|s| Some((s.container?, s)))
 }
 
@@ -198,11 +273,11 @@ pub fn injected() -> impl Iterator<Item = (&'static str, &'static Sidecar)> {
 /// (Istio's pilot-agent base) names no endpoint, so nothing is known by it.
 pub fn by_quit(path: &str, port: u16) -> Option<&'static Sidecar> {
     SIDECARS.iter().find(|s| {
-        let (own_port, own_path) = port_and_path(s.quit);
+        let own = s.quit.endpoint();
         let shared = SIDECARS
             .iter()
-            .any(|other| other.preset != s.preset && port_and_path(other.quit).1 == own_path);
-        !own_path.is_empty() && path == own_path && (!shared || port == own_port)
+            .any(|other| other.preset != s.preset && other.quit.endpoint().path == own.path);
+        !own.path.is_empty() && path == own.path && (!shared || port == own.port)
     })
 }
 
@@ -216,37 +291,17 @@ impl Sidecar {
             .map(Off::hint)
     }
 
-    /// Its readiness URL, on `port` when one replaces the default (`port_var`).
+    /// The URL of its readiness endpoint, on `port` when one replaces the
+    /// default (`port_var`); `None` when there is nothing to wait for.
     pub fn ready_on(&self, port: Option<u16>) -> Option<String> {
-        self.ready.map(|url| on_port(url, port))
+        self.ready.endpoint().map(|e| e.url(port))
     }
 
-    /// Its quit URL, on `port` when one replaces the default (`port_var`).
+    /// The URL of its quit endpoint, on `port` when one replaces the default
+    /// (`port_var`).
     pub fn quit_on(&self, port: Option<u16>) -> String {
-        on_port(self.quit, port)
+        self.quit.endpoint().url(port)
     }
-}
-
-/// What every URL of the table starts with, its port after it (a test holds
-/// every row to that).
-pub const HOST: &str = "http://127.0.0.1:";
-
-/// One of the table's URLs with its port swapped for `port`, when given.
-fn on_port(url: &str, port: Option<u16>) -> String {
-    match port {
-        Some(port) => {
-            let (_, path) = port_and_path(url);
-            format!("{HOST}{port}{path}")
-        }
-        None => url.to_string(),
-    }
-}
-
-/// The port and the path of one of the table's URLs: `HOST`, the port, the path.
-pub fn port_and_path(url: &str) -> (u16, &str) {
-    let rest = url.strip_prefix(HOST).unwrap_or(url);
-    let end = rest.find('/').unwrap_or(rest.len());
-    (rest[..end].parse().unwrap_or(0), &rest[end..])
 }
 
 #[cfg(test)]
@@ -260,7 +315,7 @@ mod tests {
             assert_eq!(by_preset(&s.preset.to_uppercase()), Some(s));
             if let Some(container) = s.container {
                 assert_eq!(by_container(container), Some(s));
-                assert!(injected().any(|(c, row)| c == container && row == s));
+                assert!(containers().any(|(c, row)| c == container && row == s));
             }
         }
         assert_eq!(names(), "istio, envoy, linkerd, cloudsql, dapr or vault");
@@ -269,12 +324,23 @@ mod tests {
     }
 
     #[test]
-    fn every_url_is_loopback_with_a_port() {
+    fn every_endpoint_has_a_port_and_a_path_from_the_root() {
         for s in SIDECARS {
-            for url in s.ready.iter().chain([&s.quit]) {
-                assert!(url.starts_with(HOST), "{url}");
-                assert!(port_and_path(url).0 > 0, "{url}");
+            for e in s.ready.endpoint().into_iter().chain([s.quit.endpoint()]) {
+                assert!(e.port > 0, "{}", s.preset);
+                assert!(e.path.is_empty() || e.path.starts_with('/'), "{}", s.preset);
+                assert!(e.url(None).starts_with(HOST), "{}", s.preset);
             }
+        }
+    }
+
+    #[test]
+    fn only_envoy_and_istio_have_endpoints_of_their_own_kinds() {
+        for s in SIDECARS {
+            let envoy = matches!(s.ready, Ready::EnvoyAdmin(_));
+            assert_eq!(envoy, matches!(s.quit, Quit::EnvoyAdmin(_)), "{}", s.preset);
+            assert_eq!(envoy, s.preset == "envoy");
+            assert_eq!(matches!(s.quit, Quit::PilotAgent(_)), s.preset == "istio");
         }
     }
 
@@ -338,7 +404,7 @@ mod tests {
             dapr.quit_on(Some(3600)),
             "http://127.0.0.1:3600/v1.0/shutdown"
         );
-        assert_eq!(dapr.quit_on(None), dapr.quit);
+        assert_eq!(dapr.quit_on(None), "http://127.0.0.1:3500/v1.0/shutdown");
         let istio = by_preset("istio").unwrap();
         assert_eq!(istio.quit_on(Some(1)), "http://127.0.0.1:1");
         assert_eq!(by_preset("vault").unwrap().ready_on(Some(1)), None);

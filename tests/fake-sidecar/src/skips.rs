@@ -1,28 +1,32 @@
 //! The one [`skip`] helper for when a test's prerequisite is missing: under
 //! `CI=true` it fails the test with a line naming it; elsewhere the test says
 //! why it skips and records it, and `make test` ends with a count of those
-//! records (`.ci/skips.sh`). Its own file so the injector's tests share it.
+//! records (`.ci/skips.sh`). In this crate so the wrapper's tests and the
+//! injector's share it; each passes its own `CARGO_TARGET_TMPDIR`, which only
+//! a test target's build is given.
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// File of skip records, one `TEST<TAB>PREREQUISITE<TAB>REASON` line each; `make
-/// test` empties it first and summarizes it last.
-pub fn skips_file() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("skips.log")
+/// File of skip records under `tmpdir` (a test build's `CARGO_TARGET_TMPDIR`),
+/// one `TEST<TAB>PREREQUISITE<TAB>REASON` line each; `make test` empties it
+/// first and summarizes it last.
+pub fn skips_file(tmpdir: &Path) -> PathBuf {
+    tmpdir.join("skips.log")
 }
 
 /// The calling test gives up because `prerequisite` is missing (`why` says how it
 /// is missing). Under `CI=true` this panics, so the test fails naming it;
 /// otherwise it prints a `skipped:` line, records it, and the test returns.
-pub fn skip(prerequisite: &str, why: &str) {
+/// `tmpdir` is the test build's `CARGO_TARGET_TMPDIR`.
+pub fn skip(tmpdir: &Path, prerequisite: &str, why: &str) {
     let ci = std::env::var_os("CI").is_some_and(|ci| ci == "true");
     let test = std::thread::current()
         .name()
         .unwrap_or("an unnamed test")
         .to_owned();
-    if let Err(failure) = skip_in(ci, &skips_file(), &test, prerequisite, why) {
+    if let Err(failure) = skip_in(ci, &skips_file(tmpdir), &test, prerequisite, why) {
         panic!("{failure}");
     }
 }

@@ -1,6 +1,7 @@
-//! The unwind tables left out of a release binary at link time: a module of two
-//! build scripts, tandem's (`build.rs`) and the bench probe's
-//! (`benches/probe/build.rs`), so the size floor is linked as tandem is.
+//! The unwind tables left out of a release binary at link time: for two build
+//! scripts, tandem's (`build.rs`) and the bench probe's
+//! (`benches/probe/build.rs`), which take this crate as a build dependency, so
+//! the size floor is linked as tandem is.
 
 use std::path::PathBuf;
 

@@ -1,23 +1,23 @@
-//! The body of the injector's fuzz target, shared by the fuzzer
-//! (`fuzz_targets/injector_review.rs`, nightly) and its corpus replay
-//! (`injector/tests/fuzz_replay.rs`, stable), apart from `bodies.rs` because the
-//! wrapper's replay does not build the injector. It panics only when an
+//! The bodies of the injector's fuzz targets, shared by the fuzzers
+//! (`fuzz/fuzz_targets/injector_*.rs`, nightly) and their corpus replay
+//! (`injector/tests/fuzz_replay.rs`, stable): here, in the library both link,
+//! rather than a file each includes. It panics only when an
 //! invariant of the injector fails; a panic inside the injector is a finding too.
 
+use crate::admission;
+use crate::inject::Scope;
+use crate::inject::delivery::{Install, Mode};
 use base64::Engine as _;
 use serde_json::Value;
-use tandem_injector::admission;
-use tandem_injector::inject::Scope;
-use tandem_injector::inject::delivery::{Install, Mode};
 
-/// Any bytes as a review body, through both routes (each with one install
+/// Any bytes as a review body, through every route (each with one install
 /// mode): an error is one line; an answer is a v1 review allowing the request
 /// with its uid, its patch only adds under `/spec` or the one-line annotation
 /// `tandem.dev/injection`, or replaces a `command`, applies to the Pod it came
 /// with, and a second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
-    let modes = [Mode::EmptyDir, Mode::ImageVolume];
-    for (scope, mode) in [Scope::Label, Scope::Namespace].into_iter().zip(modes) {
+    let modes = [Mode::EmptyDir, Mode::ImageVolume, Mode::EmptyDir];
+    for (scope, mode) in Scope::ALL.into_iter().zip(modes) {
         let install = Install {
             image: "registry.example.com/tandem:1".into(),
             mode,
@@ -46,28 +46,10 @@ pub fn review(data: &[u8]) {
             .decode(patch)
             .expect("the patch is base64");
         let raw: Value = serde_json::from_slice(&bytes).expect("the patch is JSON");
-        for op in raw.as_array().expect("the patch is a list") {
-            let path = op["path"].as_str().expect("an op has a path");
-            let adds = op["op"] == "add";
-            let prefixes = op["op"] == "replace" && path.ends_with("/command");
-            assert!(
-                adds || prefixes,
-                "the injector only adds and prefixes commands: {op}"
-            );
-            let annotation = path == "/metadata/annotations"
-                || path == "/metadata/annotations/tandem.dev~1injection";
-            assert!(
-                path.starts_with("/spec/") || annotation,
-                "outside the Pod's spec and its tandem.dev/injection annotation: {op}"
-            );
-            if annotation {
-                let line = op["value"]
-                    .as_str()
-                    .or_else(|| op["value"]["tandem.dev/injection"].as_str())
-                    .expect("the annotation is a string");
-                assert!(!line.chars().any(char::is_control), "one line: {line:?}");
-            }
-        }
+        raw.as_array()
+            .expect("the patch is a list")
+            .iter()
+            .for_each(check_op);
         let ops: json_patch::Patch =
             serde_json::from_slice(&bytes).expect("the patch is JSONPatch");
         let mut pod = input["request"]["object"].clone();
@@ -86,15 +68,40 @@ pub fn review(data: &[u8]) {
     }
 }
 
+/// One operation of a patch: an add, or a replace of a command, inside the
+/// Pod's spec or on its `tandem.dev/injection` annotation (one line).
+fn check_op(op: &Value) {
+    let path = op["path"].as_str().expect("an op has a path");
+    let adds = op["op"] == "add";
+    let prefixes = op["op"] == "replace" && path.ends_with("/command");
+    assert!(
+        adds || prefixes,
+        "the injector only adds and prefixes commands: {op}"
+    );
+    let annotation =
+        path == "/metadata/annotations" || path == "/metadata/annotations/tandem.dev~1injection";
+    assert!(
+        path.starts_with("/spec/") || annotation,
+        "outside the Pod's spec and its tandem.dev/injection annotation: {op}"
+    );
+    if annotation {
+        let line = op["value"]
+            .as_str()
+            .or_else(|| op["value"]["tandem.dev/injection"].as_str())
+            .expect("the annotation is a string");
+        assert!(!line.chars().any(char::is_control), "one line: {line:?}");
+    }
+}
+
 /// Any bytes as what a registry serves or the injector is given, the first
 /// byte choosing which reader: a manifest or index (with and without a content
 /// type), an image configuration, a Docker config.json, an image reference.
 /// Each reads or says why not; an index's digests are checked ones, and a
 /// reference reads back the same from how it prints.
 pub fn registry(data: &[u8]) {
-    use tandem_injector::registry::Credentials;
-    use tandem_injector::registry::manifest::{self, Document};
-    use tandem_injector::registry::reference::{self, Reference};
+    use crate::registry::Credentials;
+    use crate::registry::manifest::{self, Document};
+    use crate::registry::reference::{self, Reference};
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
@@ -136,7 +143,7 @@ pub fn registry(data: &[u8]) {
 /// Any bytes as a registry's `WWW-Authenticate` header: its challenges or why
 /// not; each challenge has a lowercase scheme and lowercase parameter names.
 pub fn challenge(data: &[u8]) {
-    use tandem_injector::registry::challenge;
+    use crate::registry::challenge;
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -162,7 +169,7 @@ pub fn challenge(data: &[u8]) {
 /// Job's Pods, with a sidecar; the table is free of control characters; the
 /// JSON reads back with the same entries.
 pub fn audit_list(data: &[u8]) {
-    use tandem_injector::audit::{self, list, render};
+    use crate::audit::{self, list, render};
     let pods = match list::pods(data) {
         Ok(pods) => pods,
         Err(line) => {
@@ -201,5 +208,40 @@ pub fn audit_list(data: &[u8]) {
     for (read, i) in injection.iter().zip(&found.injection) {
         assert_eq!(read["pod"], i.pod.as_str());
         assert_eq!(read["would"], i.would.as_str());
+    }
+}
+
+/// Any bytes as a `--registry-allow` value: a list, or one line naming the bad
+/// entry. A list reads back the same from how it prints, an entry naming a
+/// host permits it, and a loopback, link-local or IPv6 loopback address passes
+/// the address rule only for a host an entry names (not a wildcard).
+pub fn allow(data: &[u8]) {
+    use crate::registry::allow::{Allow, HostPort};
+    use crate::registry::reach;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let list = match Allow::parse(text) {
+        Ok(list) => list,
+        Err(why) => return assert!(!why.is_empty() && !why.contains('\n'), "{why:?}"),
+    };
+    let printed = list.to_string();
+    assert_eq!(Allow::parse(&printed).as_ref(), Ok(&list), "{printed:?}");
+    let special: [std::net::SocketAddr; 3] = [
+        ([127, 0, 0, 1], 443).into(),
+        ([169, 254, 169, 254], 443).into(),
+        (std::net::Ipv6Addr::LOCALHOST, 443).into(),
+    ];
+    let entries = text.split(',').map(|e| e.trim().trim_start_matches("*."));
+    for probe in entries.chain(["localhost", "a.example:443"]) {
+        let Ok(to) = HostPort::parse(probe) else {
+            continue;
+        };
+        assert!(
+            !list.names(&to) || list.permits(&to),
+            "{to} named, not permitted"
+        );
+        let checked = reach::check(&list, &to, &special);
+        assert_eq!(checked.is_ok(), list.names(&to), "{to}: {checked:?}");
     }
 }

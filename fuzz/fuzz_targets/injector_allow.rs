@@ -1,0 +1,5 @@
+//! Fuzz target `injector_allow`: the body is `tandem_injector::fuzz_bodies::allow`, which the
+//! injector's stable corpus replay (`injector/tests/fuzz_replay.rs`) runs too.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem_injector::fuzz_bodies::allow(data));
