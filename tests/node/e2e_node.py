@@ -123,7 +123,7 @@ def main(argv):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda n, _: sys.exit(128 + n))
     node = Node(bins, work, containerd_dir, say)
-    podman = None
+    podman = run = None
     results = []
     try:
         t0 = time.monotonic()
@@ -149,6 +149,8 @@ def main(argv):
         traceback.print_exc()
         results.append(("setup", False, str(e)))
     finally:
+        if run:
+            run.close()
         node.stop()
         if podman:
             podman.cleanup()

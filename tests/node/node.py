@@ -240,7 +240,7 @@ class Node:
         self.api.must("PUT", f"/api/v1/nodes/{NODE_NAME}", node)
         return node
 
-    def drain(self, bound=90):
+    def drain(self, bound=45):
         """Deletes every Pod at once and waits until the kubelet has torn down their
         sandboxes (their network namespaces with them)."""
         status, _, found = self.api.call("GET", "/api/v1/pods")

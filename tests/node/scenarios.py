@@ -101,6 +101,7 @@ class Run:
         self.namespace(NS)
         order = [("1-examples", self.examples), ("2-control", self.control),
                  ("6-termination-message", self.messages), ("4-grace-delete", self.grace),
+                 ("4-grace-delete-envoy", self.grace_envoy),
                  ("5-deadline", self.deadline), ("3-webhook", self.webhook),
                  ("5-namespace-and-cronjob", self.namespace_and_cronjob),
                  ("3-policy", self.policy), ("3-registry", self.registry),
@@ -118,11 +119,18 @@ class Run:
                     OSError) as e:
                 results.append((name, False, str(e)))
                 self.say(f"FAIL {name} ({time.monotonic() - t:.0f}s): {e}")
+        return results
+
+    def close(self):
+        """Stops what the scenarios started on the host (the injector, the registry)."""
         for proc in self.stop:
             if proc.poll() is None:
                 proc.terminate()
-                proc.wait(timeout=20)
-        return results
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
     def start_examples(self):
         """Creates every example's Job, the control Job and the not-found Job at once."""
@@ -221,6 +229,36 @@ class Run:
         codes = {c: v[1] for c, v in st.items()}
         return (f"deleted with grace 30s, gone after {took:.1f}s; exit codes {codes}; "
                 f"log: 'app: got SIGTERM, exiting 42', on-exit ran, {quit_line.split('tandem: ')[-1]!r}")
+
+    def grace_envoy(self):
+        """The real Envoy ends at once on the kubelet's SIGTERM, before tandem's app
+        has: its quit finds Envoy already stopping (SPEC §5.3), no failed quit."""
+        job, _ = job_from("envoy-job.yaml", "grace-envoy", self.image,
+                          app_env={"job": {"APP_MODE": "wait-term"}})
+        create_job(self.api, job)
+        pod = wait_for(lambda: (lambda p: p if p and statuses(p).get("job", ("",))[0] == "running"
+                                else None)(first_pod(self.api, "grace-envoy")), 120, "the app runs")
+        name = pod["metadata"]["name"]
+        follow = Follow(self.kubectl, self.kubeconfig, name, "job", self.work / "grace-envoy.log")
+        wait_for(lambda: "running until SIGTERM" in follow.text(), 60, "the app waits")
+        watch = Watch(self.api, name)
+        t = time.monotonic()
+        self.api.must("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}",
+                      {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 30})
+        wait_for(lambda: watch.gone_at, 60, "the Pod is gone")
+        took = watch.gone_at - t
+        follow.stop()
+        text = follow.text()
+        delete_job(self.api, "grace-envoy")
+        st = statuses(watch.last)
+        quit_line = next((l for l in text.splitlines() if "quit POST" in l), "no quit line")
+        if "app: got SIGTERM" not in text or "error:" in text or took >= 30:
+            raise k8s.Failed(f"gone after {took:.1f}s; the job's log: {text[-800:]!r}")
+        if "error:" in st["job"][2] or "failed" in st["job"][2]:
+            raise k8s.Failed(f"termination message {st['job'][2]!r}")
+        codes = {c: v[1] for c, v in st.items()}
+        return (f"gone after {took:.1f}s; exit codes {codes}; "
+                f"{quit_line.split('tandem: ')[-1]!r}; no error line")
 
     def deadline(self):
         job, jobs = job_from("istio-job.yaml", "deadline", self.image,
@@ -384,7 +422,9 @@ class Run:
         (certs / "hosts.toml").write_text(
             f'server = "https://{host}"\n[host."https://{host}"]\n'
             f'  capabilities = ["pull", "resolve"]\n  ca = "{tls / "ca.pem"}"\n')
-        hook = self.start_webhook("emptydir", ["--registry-ca", str(tls / "ca.pem")])
+        # A loopback registry is looked up only when named (SPEC §10 "Where lookups may go").
+        hook = self.start_webhook("emptydir", ["--registry-ca", str(tls / "ca.pem"),
+                                               "--registry-allow", host])
         try:
             job = self.opted_in("registry")
             c = job["spec"]["template"]["spec"]["containers"][0]
