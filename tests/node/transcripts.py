@@ -12,7 +12,6 @@ their `kubectl get pod` and `kubectl logs` parts, under the line naming the run.
 """
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -68,11 +67,14 @@ def main(argv):
     header = ""
     for name in ("before", "after"):
         path = source / f"{name}.txt"
-        shutil.copy(path, DOCS / f"{name}.txt")
+        # kubectl pads some columns with spaces at the end of a line.
+        stripped = "\n".join(line.rstrip() for line in path.read_text().splitlines())
+        (DOCS / f"{name}.txt").write_text(stripped + "\n")
         header, parts = sections(path.read_text())
         wanted = ("get",) if name == "before" else ("get", "logs")
         text = replace(text, name, block(parts, wanted))
-    text = replace(text, "run", f"<sub>{header}</sub>")
+    text = replace(text, "run", f"<sub>{header} [docs/e2e-node/](docs/e2e-node/) holds "
+                                "them whole, with `kubectl describe`.</sub>")
     README.write_text(text)
     print(f"README.md and {DOCS.relative_to(ROOT)}/ from {source}", file=sys.stderr)
     return 0
