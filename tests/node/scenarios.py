@@ -231,8 +231,8 @@ class Run:
                 f"log: 'app: got SIGTERM, exiting 42', on-exit ran, {quit_line.split('tandem: ')[-1]!r}")
 
     def grace_envoy(self):
-        """The real Envoy ends at once on the kubelet's SIGTERM, before tandem's app
-        has: its quit finds Envoy already stopping (SPEC §5.3), no failed quit."""
+        """The real Envoy gets the kubelet's SIGTERM with tandem's app: tandem's quit
+        is answered, or finds Envoy already stopping (SPEC §5.3); never a failed quit."""
         job, _ = job_from("envoy-job.yaml", "grace-envoy", self.image,
                           app_env={"job": {"APP_MODE": "wait-term"}})
         create_job(self.api, job)
