@@ -437,3 +437,34 @@ e2e-apiserver:
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
+
+## e2e-node: tandem and tandem-injector on a real kubelet (tests/node/e2e_node.py):
+## etcd, kube-apiserver, kube-controller-manager, kube-scheduler on loopback,
+## containerd and a kubelet on the default-route address, images built FROM
+## scratch and imported; every example Job, the control Pod without tandem, the
+## injector by webhook, policy and registry entrypoint, a Pod deleted with a grace
+## period, activeDeadlineSeconds, a CronJob and a labelled namespace, what
+## kubectl shows. Opt-in, not part of `make test`; needs root and the binaries by
+## path: make e2e-node KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=…
+## KUBELET=… ETCD=… [CONTAINERD_DIR=a containerd 2.x install]
+## [E2E_TRANSCRIPTS=docs/transcripts] (docs/development.md).
+.PHONY: e2e-node
+KUBE_SCHEDULER ?=
+KUBELET ?=
+CONTAINERD_DIR ?=
+E2E_TRANSCRIPTS ?=
+E2E_NODE_DIR = target/tmp/e2e-node
+
+e2e-node: envoy
+	@for v in KUBE_APISERVER KUBE_CONTROLLER_MANAGER KUBE_SCHEDULER KUBELET ETCD; do \
+		eval p=\$$$$v; if [ ! -x "$$p" ]; then \
+		echo "e2e-node: $$v='$$p': expected the path of that binary (Kubernetes 1.36+), e.g. make e2e-node $$v=/path" >&2; exit 2; fi; done
+	$(call rustup-target,$(NATIVE_MUSL))
+	$(CARGO) build --release --locked --target $(NATIVE_MUSL) $(WITH_FAKE)
+	$(CARGO) build --release --locked -p tandem-injector
+	KUBE_APISERVER=$(abspath $(KUBE_APISERVER)) KUBE_CONTROLLER_MANAGER=$(abspath $(KUBE_CONTROLLER_MANAGER)) \
+	KUBE_SCHEDULER=$(abspath $(KUBE_SCHEDULER)) KUBELET=$(abspath $(KUBELET)) ETCD=$(abspath $(ETCD)) \
+	CONTAINERD_DIR=$(if $(CONTAINERD_DIR),$(abspath $(CONTAINERD_DIR))) \
+		python3 tests/node/e2e_node.py $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN) \
+		target/release/tandem-injector $(E2E_NODE_DIR) \
+		$(if $(E2E_TRANSCRIPTS),--transcripts $(abspath $(E2E_TRANSCRIPTS)))
