@@ -8,8 +8,8 @@ version, the API server behaves as that older release (`--emulated-version`). No
 or fetches the servers: their paths are given.
 """
 
+import base64
 import json
-import os
 import secrets
 import socket
 import ssl
@@ -18,6 +18,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import yaml
 
 
 class Failed(Exception):
@@ -56,6 +58,10 @@ def make_pki(dir):
             "-CAcreateserial", "-days", "2", "-extfile", "tls.ext", "-out", "tls.crt", cwd=dir)
     openssl("genrsa", "-out", "sa.key", "2048", cwd=dir)
     openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=dir)
+
+
+# The shipped configuration, whose webhooks `Injector` registers by URL.
+MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
 
 
 class Cluster:
@@ -218,3 +224,47 @@ def delete(cluster, obj, namespace=None):
     """DELETE `obj` by name; gone already is fine."""
     path = f"{collection(obj['kind'], namespace)}/{obj['metadata']['name']}"
     cluster.must("DELETE", path, ok=(200, 202, 404))
+
+
+class Injector:
+    """tandem-injector on loopback with `args`, serving the certificate the API
+    server trusts, its output in `log`, and registered with the shipped
+    configuration's webhooks by URL; `stop()` unregisters and stops it."""
+
+    def __init__(self, api, injector, log, args):
+        self.api = api
+        self.log = Path(log)
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
+                 "--tls-key", str(api.dir / "tls.key"),
+                 "--drain", "0s", *args],  # unregistered before it stops: nothing to drain
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        port = self._port()
+        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
+        docs = yaml.safe_load_all(MANIFEST.read_text())
+        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
+        config["metadata"].pop("annotations", None)
+        self.paths = []
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"].get("path", "/")
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
+            self.paths.append(path)
+        self.config = config
+        create(api, config)
+
+    def _port(self, bound=10.0):
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            for line in self.log.read_text(errors="replace").splitlines():
+                if "listening on " in line:
+                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
+
+    def stop(self):
+        delete(self.api, self.config)
+        self.proc.terminate()
+        self.proc.wait(timeout=30)

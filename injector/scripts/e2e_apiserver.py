@@ -45,7 +45,6 @@ makes must be injected, and the same in both.
 Usage: e2e_apiserver.py KUBE_APISERVER ETCD INJECTOR ORIGINAL WORKDIR [IDLE...]
 """
 
-import base64
 import copy
 import json
 import os
@@ -67,7 +66,6 @@ IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
 LABEL = "tandem.dev/inject"
 NS = "tandem-e2e"
 NS_LABELLED = "tandem-e2e-labelled"
-MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
 # Fields the API server sets per object, not part of what admission did.
 VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
 DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
@@ -197,44 +195,10 @@ def wait_injecting(api, plain, what, bound=30.0):
     return False
 
 
-class Webhook:
-    """tandem-injector serving on loopback, registered with the API server."""
-
-    def __init__(self, api, injector, mode, dir):
-        self.api = api
-        self.log = Path(dir) / f"injector-{mode}.log"
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
-                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--install", mode,
-                 "--drain", "0s"],  # unregistered before it stops: nothing to drain
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        port = self._port()
-        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
-        docs = yaml.safe_load_all(MANIFEST.read_text())
-        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
-        config["metadata"].pop("annotations", None)
-        for hook in config["webhooks"]:
-            path = hook["clientConfig"]["service"].get("path", "/")
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
-        self.config = config
-        k8s.create(api, config)
-
-    def _port(self, bound=10.0):
-        end = time.monotonic() + bound
-        while time.monotonic() < end:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if "listening on " in line:
-                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise k8s.Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
-
-    def stop(self):
-        k8s.delete(self.api, self.config)
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+def webhook(api, injector, mode, dir):
+    """tandem-injector serving on loopback for the route `mode`, registered."""
+    return k8s.Injector(api, injector, Path(dir) / f"injector-{mode}.log",
+                        ["--image", IMAGE, "--install", mode])
 
 
 def policy(api, injector, mode):
@@ -517,7 +481,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
     modes = ["emptydir"] + (["image-volume"] if int(emulated.split(".")[1]) >= 35 else [])
     for mode in modes:
         print(f"webhook-{mode}:")
-        hook = Webhook(api, injector, mode, workdir)
+        hook = webhook(api, injector, mode, workdir)
         wait_injecting(api, r.plain, f"webhook-{mode}")
         r.pass_(f"webhook-{mode}")
         if kcm and newest and mode == "emptydir":
@@ -554,7 +518,7 @@ def policy_passes(r, api, injector, mode, kcm):
     if mode == "emptydir":
         r.warnings()
         print("both-emptydir:")
-        hook = Webhook(api, injector, mode, r.workdir)
+        hook = webhook(api, injector, mode, r.workdir)
         time.sleep(2)
         r.pass_("both-emptydir")
         r.same("policy-emptydir", "both-emptydir")
@@ -599,7 +563,7 @@ def cost(r, api, injector):
     plain, held, wrong = r.plain, {}, []
 
     def webhook_on():
-        held["hook"] = Webhook(api, injector, "emptydir", r.workdir)
+        held["hook"] = webhook(api, injector, "emptydir", r.workdir)
         until(api, plain, injected, "webhook")
 
     def webhook_off():

@@ -23,7 +23,6 @@ Each check prints PASS or FAIL; it exits 1 if any failed, 2 on a setup failure.
 Usage: e2e_audit.py KUBE_APISERVER ETCD INJECTOR WORKDIR [KUBE_CONTROLLER_MANAGER]
 """
 
-import base64
 import copy
 import json
 import shutil
@@ -32,7 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).parent))
@@ -41,7 +39,6 @@ import cluster as k8s  # noqa: E402
 LABEL = "tandem.dev/inject"
 REPORT = "tandem.dev/injection"
 IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
-MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
 NS_PODS = "audit-pods"
 NS_AUDITED = "audit-namespace"
 WOULD = "wrapped job (command from the spec; added TANDEM_MESH=istio)"
@@ -62,46 +59,6 @@ def template(label):
             ],
         },
     }
-
-
-class Injector:
-    """tandem-injector on loopback, registered with the shipped configuration."""
-
-    def __init__(self, api, injector, dir):
-        self.api = api
-        self.log = Path(dir) / "injector.log"
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
-                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--drain", "0s"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        port = self._port()
-        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
-        docs = yaml.safe_load_all(MANIFEST.read_text())
-        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
-        config["metadata"].pop("annotations", None)
-        for hook in config["webhooks"]:
-            path = hook["clientConfig"]["service"].get("path", "/")
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
-        self.config = config
-        self.paths = [h["clientConfig"]["url"].split(str(port), 1)[1] for h in config["webhooks"]]
-        k8s.create(api, config)
-
-    def _port(self, bound=10.0):
-        end = time.monotonic() + bound
-        while time.monotonic() < end:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if "listening on " in line:
-                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise k8s.Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
-
-    def stop(self):
-        k8s.delete(self.api, self.config)
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 class Check:
@@ -212,7 +169,7 @@ def run(api, injector, workdir, kcm):
         baseline[name] = comparable(pod)
         print(f"  {ns}/{pod['metadata']['name']}: stored")
     print("with the webhook (the shipped configuration):")
-    hook = Injector(api, injector, workdir)
+    hook = k8s.Injector(api, injector, Path(workdir) / "injector.log", ["--image", IMAGE])
     print(f"  registered {', '.join(hook.paths)}")
     time.sleep(2)  # the API server's informer picks the configuration up
     pods = {}

@@ -20,7 +20,6 @@ Each check prints PASS or FAIL; it exits 1 if any failed, 2 on a setup failure.
 Usage: e2e_reach.py KUBE_APISERVER ETCD INJECTOR WORKDIR
 """
 
-import base64
 import os
 import socket
 import subprocess
@@ -29,7 +28,6 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).parent))
@@ -38,7 +36,6 @@ import pods_registry  # noqa: E402
 
 IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
 REPORT = "tandem.dev/injection"
-MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.yaml"
 NS = "reach"
 NOT_ALLOWED = "was not read: registry not allowed (list the registry in the injector's --registry-allow"
 
@@ -85,44 +82,13 @@ def push_image(work, tls, host):
     buildah("push", "--cert-dir", str(tls / "certs"), "localhost/reach-app", f"docker://{host}/app:1")
 
 
-class Injector:
-    """tandem-injector on loopback with ARGS, registered with the shipped configuration."""
-
-    def __init__(self, api, injector, dir, name, args):
-        self.api = api
-        self.log = Path(dir) / f"injector-{name}.log"
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
-                 "--tls-key", str(api.dir / "tls.key"), "--image", IMAGE, "--drain", "0s", *args],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        port = self._port()
-        ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
-        docs = yaml.safe_load_all(MANIFEST.read_text())
-        config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
-        config["metadata"].pop("annotations", None)
-        for hook in config["webhooks"]:
-            path = hook["clientConfig"]["service"].get("path", "/")
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
-        self.config = config
-        k8s.create(api, config)
-        time.sleep(2)  # the API server's informer picks the configuration up
-
-    def _port(self, bound=10.0):
-        end = time.monotonic() + bound
-        while time.monotonic() < end:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if "listening on " in line:
-                    return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise k8s.Failed(f"tandem-injector did not listen: {self.log.read_text()[-600:]}")
-
-    def stop(self):
-        k8s.delete(self.api, self.config)
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+def injector_with(api, injector, dir, name, args):
+    """tandem-injector on loopback with ARGS, registered, once the API server has
+    the configuration."""
+    hook = k8s.Injector(api, injector, Path(dir) / f"injector-{name}.log",
+                        ["--image", IMAGE, *args])
+    time.sleep(2)  # the API server's informer picks the configuration up
+    return hook
 
 
 def pod(images):
@@ -185,7 +151,7 @@ def main(argv):
             ("no-list", ["--registry-ca", str(tls / "ca.pem")], unlisted),
         ]:
             print(f"{name}:")
-            hook = Injector(api, injector, workdir, name, args)
+            hook = injector_with(api, injector, workdir, name, args)
             try:
                 stored, line = created(api, images)
             finally:
