@@ -10,8 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::Pki;
@@ -78,20 +76,7 @@ impl Https {
         dir: &Path,
         route: impl Fn(&Asked) -> Reply + Send + Sync + 'static,
     ) -> Https {
-        let (cert, key) = pki.issue(dir, "listener");
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .unwrap();
-        let (config, route) = (Arc::new(config), Arc::new(route));
+        let (config, route) = (pki.server_config(dir, "listener"), Arc::new(route));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let asked = Arc::new(Mutex::new(Vec::new()));

@@ -86,6 +86,27 @@ impl Pki {
         paths
     }
 
+    /// A TLS server configuration with a certificate issued as [`Pki::issue`]
+    /// does (files in `dir`), for the test servers beside the injector.
+    pub fn server_config(&self, dir: &Path, cn: &str) -> Arc<rustls::ServerConfig> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (cert, key) = self.issue(dir, cn);
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        Arc::new(config)
+    }
+
     /// A client that trusts this CA.
     pub fn client(&self) -> Client {
         let mut roots = RootCertStore::empty();

@@ -17,8 +17,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::skips::skip;
@@ -343,20 +341,7 @@ pub struct TokenIssuer {
 impl TokenIssuer {
     /// Starts it on a loopback port with a certificate from `world`'s CA.
     pub fn start(world: &World, dir: &Path, hang: bool) -> TokenIssuer {
-        let (cert, key) = world.pki.issue(dir, "token");
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .unwrap();
-        let config = Arc::new(config);
+        let config = world.pki.server_config(dir, "token");
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let realm = format!("https://{}/token", listener.local_addr().unwrap());
         let asked = Arc::new(Mutex::new(Vec::new()));
