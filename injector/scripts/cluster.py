@@ -67,7 +67,13 @@ MANIFEST = Path(__file__).resolve().parent.parent / "deploy" / "tandem-injector.
 class Cluster:
     """etcd and kube-apiserver under `dir`, stopped by `stop()`."""
 
-    def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None, emulated=None):
+    # What the controller manager runs by default: what turns a Job into Pods
+    # (and their service accounts), and the type check of the validating policy.
+    CONTROLLERS = ("job,cronjob,serviceaccount,serviceaccount-token,"
+                   "validatingadmissionpolicy-status-controller")
+
+    def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None, emulated=None,
+                 apiserver_args=(), controllers=CONTROLLERS):
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.procs = []
@@ -99,18 +105,15 @@ class Cluster:
             f"--service-account-signing-key-file={d / 'sa.key'}",
             "--service-cluster-ip-range=10.96.0.0/16", "--profiling=false",
             *([f"--emulated-version={emulated}"] if emulated else []),
+            *apiserver_args,
         ])
         self.ssl = ssl.create_default_context(cafile=str(d / "ca.crt"))
         self._wait_ready()
         if kube_controller_manager:
-            # Only what turns a Job into Pods (and their service accounts), and the
-            # type check of the validating policy (its status).
             config = self.kubeconfig()
             self._start("kube-controller-manager", [
                 kube_controller_manager, f"--kubeconfig={config}",
-                "--secure-port=0", "--leader-elect=false",
-                "--controllers=job,cronjob,serviceaccount,serviceaccount-token,"
-                "validatingadmissionpolicy-status-controller",
+                "--secure-port=0", "--leader-elect=false", f"--controllers={controllers}",
                 f"--service-account-private-key-file={d / 'sa.key'}",
                 f"--root-ca-file={d / 'ca.crt'}",
             ])

@@ -391,50 +391,12 @@ class ControlPlane(k8s.Cluster):
     by its InternalIP (`kubectl logs`), and the controller manager and scheduler."""
 
     def __init__(self, bins, dir, say):
-        self.dir = Path(dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.procs = []
-        k8s.make_pki(self.dir)
-        import secrets
-        self.token = secrets.token_hex(16)
-        (self.dir / "tokens.csv").write_text(f'{self.token},tandem-e2e,tandem-e2e,"system:masters"\n')
-        etcd_port, peer_port, self.port = k8s.free_port(), k8s.free_port(), k8s.free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
-        self._start("etcd", [
-            bins["etcd"], "--data-dir", str(self.dir / "etcd"), "--name", "e2e",
-            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
-            "--initial-cluster", f"e2e=http://127.0.0.1:{peer_port}",
-            "--listen-metrics-urls", f"http://127.0.0.1:{k8s.free_port()}",
-        ])
-        d = self.dir
-        self._start("kube-apiserver", [
-            bins["kube-apiserver"],
-            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", f"--secure-port={self.port}",
-            "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-            f"--tls-cert-file={d / 'tls.crt'}", f"--tls-private-key-file={d / 'tls.key'}",
-            f"--client-ca-file={d / 'ca.crt'}", f"--token-auth-file={d / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={d / 'sa.pub'}",
-            f"--service-account-signing-key-file={d / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16", "--profiling=false",
-            "--kubelet-preferred-address-types=InternalIP",
-        ])
-        self.ssl = __import__("ssl").create_default_context(cafile=str(d / "ca.crt"))
-        self._wait_ready()
+        super().__init__(
+            bins["kube-apiserver"], bins["etcd"], dir, bins["kube-controller-manager"],
+            apiserver_args=["--kubelet-preferred-address-types=InternalIP"],
+            controllers="job,cronjob,serviceaccount,serviceaccount-token,namespace,"
+                        "garbagecollector,ttl-after-finished,podgc,root-ca-cert-publisher")
         config = self.kubeconfig()
-        self._start("kube-controller-manager", [
-            bins["kube-controller-manager"], f"--kubeconfig={config}",
-            "--secure-port=0", "--leader-elect=false",
-            "--controllers=job,cronjob,serviceaccount,serviceaccount-token,namespace,"
-            "garbagecollector,ttl-after-finished,podgc,root-ca-cert-publisher",
-            f"--service-account-private-key-file={d / 'sa.key'}",
-            f"--root-ca-file={d / 'ca.crt'}",
-        ])
         self._start("kube-scheduler", [
             bins["kube-scheduler"], f"--kubeconfig={config}",
             f"--authentication-kubeconfig={config}", f"--authorization-kubeconfig={config}",
