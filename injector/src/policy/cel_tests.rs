@@ -494,6 +494,15 @@ fn the_match_conditions_leave_out_a_pod_no_job_owns_or_with_too_many_containers(
 /// The warning policy on a Job whose template is `pod`'s: its `missing`
 /// variable and whether it lets the Job through without a warning.
 fn warning(pod: &Value) -> (Value, bool) {
+    let template = json!({"metadata": pod["metadata"], "spec": pod["spec"]});
+    let (variables, passes) = warning_on(&template);
+    assert_eq!(variables["optedIn"], json!(true));
+    (variables["missing"].clone(), passes)
+}
+
+/// The warning policy's variables on a Job with this Pod `template`, and
+/// whether its validation lets the Job through.
+fn warning_on(template: &Value) -> (Map<String, Value>, bool) {
     let docs = documents(&install(Mode::EmptyDir));
     let spec = field(&docs[3], "spec");
     let env = environment("");
@@ -501,14 +510,13 @@ fn warning(pod: &Value) -> (Value, bool) {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": "default"},
-        "spec": {"template": {"metadata": pod["metadata"], "spec": pod["spec"]}},
+        "spec": {"template": template},
     });
     let mut variables = Map::new();
     for v in list(field(spec, "variables")) {
         let value = run(&env, &text(field(v, "expression")), &job, &variables);
         variables.insert(text(field(v, "name")), value);
     }
-    assert_eq!(variables["optedIn"], json!(true));
     let validation = &list(field(spec, "validations"))[0];
     let passes = run(
         &env,
@@ -516,7 +524,7 @@ fn warning(pod: &Value) -> (Value, bool) {
         &job,
         &variables,
     );
-    (variables["missing"].clone(), passes == json!(true))
+    (variables, passes == json!(true))
 }
 
 #[test]
