@@ -10,6 +10,9 @@ pub const INJECTOR_PREFIX: &str = "TANDEM_INJECTOR_";
 pub const MESH: &str = "TANDEM_MESH";
 /// Readiness checks tandem waits for, comma-separated (`--ready`).
 pub const READY_URLS: &str = "TANDEM_READY_URLS";
+/// The exit statuses after which the kubelet runs the container again in the
+/// same Pod, so tandem stops nothing (`--keep-on-exit`; [`crate::exit_codes`]).
+pub const KEEP_ON_EXIT: &str = "TANDEM_KEEP_ON_EXIT";
 /// Every job container of the Pod, comma-separated (SPEC §9).
 pub const JOB_CONTAINERS: &str = "TANDEM_JOB_CONTAINERS";
 /// This job container's own name among them (SPEC §9).
@@ -27,7 +30,7 @@ mod tests {
 
     #[test]
     fn every_name_is_tandems_and_none_the_injectors() {
-        for name in [MESH, READY_URLS].iter().chain(&SEVERAL) {
+        for name in [MESH, READY_URLS, KEEP_ON_EXIT].iter().chain(&SEVERAL) {
             assert!(name.starts_with(PREFIX), "{name}");
             assert!(!name.starts_with(INJECTOR_PREFIX), "{name}");
         }
