@@ -8,8 +8,9 @@ from PATH, or CONTAINERD_DIR for another install), fresh state each run. Every
 image is built FROM scratch here (tests/pods/pods.py's images: tandem, the
 examples' apps on a static busybox, the pinned real Envoy with its libraries, the
 sidecar stand-ins) and imported into containerd. Then the scenarios below, one
-line each with the evidence, and a summary; exit 0 only if all pass. The work
-directory (every log) is kept on failure, removed on success.
+line each with the evidence, and a summary; exit 0 only if all pass
+(E2E_NODE_ONLY=NAME,NAME: only those). The work directory (every log) is kept on
+failure, removed on success.
 
 Usage: e2e_node.py TANDEM FAKE_SIDECAR ENVOY INJECTOR WORKDIR [--transcripts DIR]
 """
@@ -100,6 +101,11 @@ def main(argv):
             return 64
         bins[name] = str(Path(path).resolve())
     containerd_dir = os.environ.get("CONTAINERD_DIR") or None
+    try:
+        names = scenarios.select(os.environ.get("E2E_NODE_ONLY", ""))
+    except ValueError as e:
+        say(str(e))
+        return 64
     for path in (tandem, fake, envoy, injector):
         if not os.access(path, os.X_OK):
             say(f"{path}: not an executable (make e2e-node builds it first)")
@@ -143,7 +149,7 @@ def main(argv):
         for name, v in versions.items():
             say(f"version {name}: {v}")
         run = scenarios.Run(api, node, podman, injector, work, say, transcripts, versions)
-        results = run.all()
+        results = run.all(names)
     except (k8s.Failed, pods.Failed, subprocess.CalledProcessError, OSError) as e:
         say(f"SETUP FAILED: {e}")
         traceback.print_exc()

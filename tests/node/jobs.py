@@ -16,19 +16,29 @@ import pods
 NS = "tandem-e2e"
 
 
-def job_from(manifest, name, image, images=None, without_tandem=False, app_env=None,
+def pod_from(manifest, name, image, images=None, without_tandem=False, app_env=None,
              labels=None):
-    """The Job of MANIFEST (a CronJob's jobTemplate as `kubectl create job --from`
-    makes it) named NAME, its Pod template with local images and the injected
-    sidecars (pods.make_pod), nothing else changed. IMAGE maps a key to a local name."""
-    doc = __import__("yaml").safe_load((pods.K8S / manifest).read_text())
-    spec = doc["spec"]["jobTemplate"]["spec"] if doc["kind"] == "CronJob" else doc["spec"]
+    """The Pod of MANIFEST's template (a Job's, or a CronJob's jobTemplate's) named
+    NAME: local images and the injected sidecars (pods.make_pod), native ones as
+    init containers, LABELS added, nothing else changed. IMAGE maps a key to a local
+    name. Returns the Pod and its job containers' names."""
     shim = type("Images", (), {"image": staticmethod(image)})
     pod, jobs = pods.make_pod(shim, name, manifest, images=images,
                               without_tandem=without_tandem, app_env=app_env)
     natives(pod)
+    pod["metadata"]["labels"].update(labels or {})
+    pod["metadata"]["namespace"] = NS
+    return pod, jobs
+
+
+def job_from(manifest, name, image, images=None, without_tandem=False, app_env=None,
+             labels=None):
+    """The Job of MANIFEST (a CronJob's jobTemplate as `kubectl create job --from`
+    makes it) named NAME, its Pod template as pod_from makes it."""
+    doc = __import__("yaml").safe_load((pods.K8S / manifest).read_text())
+    spec = doc["spec"]["jobTemplate"]["spec"] if doc["kind"] == "CronJob" else doc["spec"]
+    pod, jobs = pod_from(manifest, name, image, images, without_tandem, app_env, labels)
     meta = pod["metadata"]
-    meta["labels"].update(labels or {})
     job = {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"name": name, "namespace": NS},
            "spec": dict(copy.deepcopy(spec), template={
@@ -107,9 +117,12 @@ def wait_for(predicate, within, what):
         time.sleep(0.5)
 
 
-def log(api, pod, container, ns=NS):
-    status, _, text = api.call(
-        "GET", f"/api/v1/namespaces/{ns}/pods/{pod}/log?container={container}")
+def log(api, pod, container, ns=NS, previous=False, timestamps=False):
+    """A container's log through the API server (PREVIOUS: its run before the last
+    restart; TIMESTAMPS: each line after the kubelet's RFC 3339 time of it)."""
+    query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower(),
+                                    "timestamps": str(timestamps).lower()})
+    status, _, text = api.call("GET", f"/api/v1/namespaces/{ns}/pods/{pod}/log?{query}")
     return text if status == 200 and isinstance(text, str) else json.dumps(text)
 
 

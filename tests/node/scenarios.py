@@ -14,6 +14,9 @@ evidence line or raises `k8s.Failed` with what went wrong:
                  injector; activeDeadlineSeconds while the app runs
   6 user view    termination messages, the tandem.dev/injection annotation,
                  `kubectl logs` through the API server
+  7, 8           restarts in place and Pods of any owner (restarts.py)
+
+E2E_NODE_ONLY=NAME,NAME runs only those (and what they build on, DEPENDS).
 """
 
 import base64
@@ -31,6 +34,7 @@ import pods
 import pods_registry
 from jobs import (NS, Follow, Watch, create_job, delete_job, first_pod, finished, job_from,
                   log, statuses, wait_for)
+from restarts import Restarts
 
 LABEL = {"tandem.dev/inject": "enabled"}
 NS_LABELLED = "tandem-e2e-labelled"
@@ -38,9 +42,38 @@ FINISH_WITHIN = 240.0
 # The examples that are Jobs of the app with tandem in front, and the status each
 # job container ends with (the job images exit 3).
 EXAMPLES = sorted(p.name for p in pods.K8S.glob("*.yaml"))
+# Every scenario, in the order it runs: its name and its method of Run.
+ORDER = [("1-examples", "examples"), ("2-control", "control"),
+         ("6-termination-message", "messages"), ("4-grace-delete", "grace"),
+         ("4-grace-delete-envoy", "grace_envoy"), ("5-deadline", "deadline"),
+         ("3-webhook", "webhook"), ("5-namespace-and-cronjob", "namespace_and_cronjob"),
+         ("7-on-failure", "on_failure"), ("7-restart-rules", "restart_rules"),
+         ("7-restart-all-containers", "restart_all"), ("8-bare-pods", "bare_pods"),
+         ("8-always-untouched", "always_untouched"),
+         ("3-policy", "policy"), ("3-registry", "registry"), ("3-image-volume", "image_volume")]
+# What a scenario reads from one before it: the examples' Pods, the webhook it keeps.
+DEPENDS = {"6-termination-message": ["1-examples"], "5-namespace-and-cronjob": ["3-webhook"]}
+# The scenarios that wait for the Jobs start_examples creates.
+OF_EXAMPLES = {"1-examples", "2-control", "6-termination-message"}
 
 
-class Run:
+def select(only):
+    """The names to run for E2E_NODE_ONLY=ONLY (comma-separated; empty: all), with
+    what they build on; ValueError naming an unknown one."""
+    names = [n for n, _ in ORDER]
+    if not only.strip():
+        return names
+    wanted = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = sorted(wanted - set(names))
+    if unknown:
+        raise ValueError(f"E2E_NODE_ONLY={only!r}: no scenario {', '.join(unknown)}; "
+                         f"expected names from: {', '.join(names)}")
+    for name in list(wanted):
+        wanted.update(DEPENDS.get(name, []))
+    return [n for n in names if n in wanted]
+
+
+class Run(Restarts):
     def __init__(self, api, node, podman, injector, work, say, transcripts, versions):
         self.api, self.node, self.podman = api, node, podman
         self.injector, self.work, self.say = str(injector), work, say
@@ -97,26 +130,21 @@ class Run:
 
     # -- the scenarios ---------------------------------------------------------
 
-    def all(self):
+    def all(self, names):
+        """Runs the scenarios NAMES (select's), each one PASS or FAIL line."""
         self.namespace(NS)
-        order = [("1-examples", self.examples), ("2-control", self.control),
-                 ("6-termination-message", self.messages), ("4-grace-delete", self.grace),
-                 ("4-grace-delete-envoy", self.grace_envoy),
-                 ("5-deadline", self.deadline), ("3-webhook", self.webhook),
-                 ("5-namespace-and-cronjob", self.namespace_and_cronjob),
-                 ("3-policy", self.policy), ("3-registry", self.registry),
-                 ("3-image-volume", self.image_volume)]
         results = []
         self.started = {}
-        self.start_examples()
-        for name, scenario in order:
+        if OF_EXAMPLES & set(names):
+            self.start_examples()
+        for name, method in ((n, m) for n, m in ORDER if n in names):
             t = time.monotonic()
             try:
-                evidence = scenario()
+                evidence = getattr(self, method)()
                 results.append((name, True, evidence))
                 self.say(f"PASS {name} ({time.monotonic() - t:.0f}s): {evidence}")
-            except (k8s.Failed, pods.Failed, KeyError, TypeError, subprocess.SubprocessError,
-                    OSError) as e:
+            except (k8s.Failed, pods.Failed, KeyError, TypeError, ValueError,
+                    subprocess.SubprocessError, OSError) as e:
                 results.append((name, False, str(e)))
                 self.say(f"FAIL {name} ({time.monotonic() - t:.0f}s): {e}")
         return results
@@ -401,7 +429,9 @@ class Run:
             names = [c["name"] for c in pod["spec"].get("initContainers", [])]
             if not pod["spec"]["containers"][0]["command"][0].endswith("tandem"):
                 raise k8s.Failed(f"the policy did not wrap the job: {pod['spec']['containers'][0]}")
-            return f"no webhook, {len(objects)} policy objects: {evidence}; init {names}"
+            again = self.policy_on_failure()
+            return (f"no webhook, {len(objects)} policy objects: {evidence}; init {names}; "
+                    f"OnFailure, failing once: {again}")
         finally:
             for obj in objects:
                 k8s.delete(self.api, obj)

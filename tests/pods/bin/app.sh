@@ -6,7 +6,9 @@
 # says: `exit3` exits 3, an exit status no sidecar and no signal gives, so the job
 # container's status shows whose it is (APP_SECONDS and APP_CODE change when and
 # how it exits); `wait-term` runs until SIGTERM, then exits 42 (the Pod-level
-# signal test: 42, not 143, shows the app handled it).
+# signal test: 42, not 143, shows the app handled it). APP_FAIL_ONCE=PATH: a run
+# that finds no PATH writes it and exits 3, so on a volume that outlives the
+# container only the first run in a Pod fails (a restart in place then succeeds).
 # A second role, run by the app itself (below): the orphan says who its parent is.
 if [ "$APP_ROLE" = orphan ]; then
   sleep 0.2
@@ -74,6 +76,11 @@ case ${APP_MODE:-exit3} in
     done
     ;;
   *)
+    if [ -n "$APP_FAIL_ONCE" ] && [ ! -e "$APP_FAIL_ONCE" ]; then
+      : > "$APP_FAIL_ONCE"
+      echo "app: first run in this Pod (no $APP_FAIL_ONCE yet), exiting 3"
+      exit 3
+    fi
     # APP_SECONDS: run that long, then log the ports again (is the mesh still
     # there?); APP_CODE: exit with it instead of 3.
     if [ -n "$APP_SECONDS" ]; then
