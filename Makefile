@@ -444,10 +444,12 @@ e2e-apiserver:
 ## scratch and imported; every example Job, the control Pod without tandem, the
 ## injector by webhook, policy and registry entrypoint, a Pod deleted with a grace
 ## period, activeDeadlineSeconds, a CronJob and a labelled namespace, what
-## kubectl shows. Opt-in, not part of `make test`; needs root and the binaries by
-## path: make e2e-node KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=…
-## KUBELET=… ETCD=… [CONTAINERD_DIR=a containerd 2.x install]
-## [E2E_TRANSCRIPTS=docs/transcripts] (docs/development.md).
+## kubectl shows, restarts in place (OnFailure, restartPolicyRules,
+## RestartAllContainers), Pods no Job owns, an Always Pod left alone. Opt-in, not
+## part of `make test`; needs root and the binaries by path: make e2e-node
+## KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=… KUBELET=… ETCD=…
+## [CONTAINERD_DIR=a containerd 2.x install] [E2E_TRANSCRIPTS=docs/transcripts]
+## [E2E_NODE_ONLY=SCENARIO,…] (docs/development.md).
 .PHONY: e2e-node
 KUBE_SCHEDULER ?=
 KUBELET ?=
