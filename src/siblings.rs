@@ -27,7 +27,7 @@ mod files;
 mod watch;
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Write};
 use std::sync::OnceLock;
 
 use crate::event::Channel;
@@ -225,7 +225,7 @@ impl Roll {
                 Err(e) => return Err(e),
             };
             match alive.try_lock_shared() {
-                Ok(()) if runs_again_when_killed(&alive) => {
+                Ok(()) if runs_again_when_killed(&file("alive")) => {
                     fs::write(file("again"), format!("{KILLED_OUTRIGHT}\n"))?;
                     log::info!(
                         "{name} was killed outright and the kubelet runs it again on exit {KILLED_OUTRIGHT}: keeping the sidecars for that run"
@@ -267,19 +267,19 @@ impl Roll {
 
 /// Whether a file exists; any other failure to look is an error.
 fn exists(path: &std::path::Path) -> io::Result<bool> {
-    match fs::metadata(path) {
+    match File::open(path) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }
 }
 
-/// Whether the container that wrote `alive` (its keep set, `join`) is run again
-/// when killed outright. Unreadable or empty (an older tandem's): it is not.
-fn runs_again_when_killed(mut alive: &File) -> bool {
-    let mut keep = String::new();
-    let _ = alive.read_to_string(&mut keep);
-    ExitCodes::parse(keep.trim()).is_ok_and(|keep| keep.contains(KILLED_OUTRIGHT))
+/// Whether the container whose `alive` file holds its keep set (`join`) is run
+/// again when killed outright. Unreadable or empty (an older tandem's): it is not.
+fn runs_again_when_killed(alive: &std::path::Path) -> bool {
+    let keep = fs::read(alive).unwrap_or_default();
+    let keep = std::str::from_utf8(&keep).map_or(Err(String::new()), ExitCodes::parse);
+    keep.is_ok_and(|keep| keep.contains(KILLED_OUTRIGHT))
 }
 
 /// Container names for a log line: `a, b`.
