@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use log::LevelFilter;
+use tandem_common::exit_codes::ExitCodes;
 
 use crate::logger::Format;
 use crate::termination_message;
@@ -95,8 +96,9 @@ pub struct QuitConfig {
     pub generic_only: bool,
     /// Never stop Istio/Envoy. Default: false.
     pub never_quit: bool,
-    /// Stop nothing after a failed run. Default: false.
-    pub keep_on_failure: bool,
+    /// The exit statuses after which the kubelet runs this container again, so
+    /// nothing is stopped (SPEC §5 "Restart in place"). Default: none.
+    pub keep_on_exit: ExitCodes,
     /// Bound on the whole phase; `None` (set as `0`) waits as long as the endpoints take. Default: 5 s.
     pub timeout: Option<Duration>,
     /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
