@@ -13,6 +13,10 @@ pub const READY_URLS: &str = "TANDEM_READY_URLS";
 /// The exit statuses after which the kubelet runs the container again in the
 /// same Pod, so tandem stops nothing (`--keep-on-exit`; [`crate::exit_codes`]).
 pub const KEEP_ON_EXIT: &str = "TANDEM_KEEP_ON_EXIT";
+/// scuttle's switch that keeps the sidecars after a failure (`--keep-on-failure`,
+/// the same as `TANDEM_KEEP_ON_EXIT=1-255`): a container that sets it chose for
+/// itself, so the injector writes no [`KEEP_ON_EXIT`] there.
+pub const KEEP_ON_FAILURE: &str = "NEVER_KILL_ISTIO_ON_FAILURE";
 /// Every job container of the Pod, comma-separated (SPEC §9).
 pub const JOB_CONTAINERS: &str = "TANDEM_JOB_CONTAINERS";
 /// This job container's own name among them (SPEC §9).

@@ -9,7 +9,7 @@
 #     deploy/cert-manager.schema.json (cert_manager.py);
 #   - the Deployment meets Pod Security "restricted" with a read-only root, and so
 #     does the init container the injector adds (restricted.py);
-#   - every webhook sends only Pods a Job owns (matchConditions), and the
+#   - every webhook sends only Pods that run to completion (matchConditions), and the
 #     Deployment's grace period covers the drain and the requests in flight;
 #   - deploy/self-signed.sh makes a certificate that the injector serves and that
 #     verifies for the Service's name against the CA it puts in caBundle;
@@ -91,21 +91,23 @@ for version in "${versions[@]}"; do
 done
 "$py" scripts/cert_manager.py deploy/cert-manager.schema.json deploy/cert-manager.yaml
 "$py" scripts/restricted.py deploy/tandem-injector.yaml
-# Only Jobs' Pods are sent (every webhook has the owner condition), and a leaving
+# Only Pods that run to completion are sent (every webhook has the restart
+# policy condition), and a leaving
 # replica has time to drain and finish its requests (each within 10 s).
 "$py" - deploy/tandem-injector.yaml <<'PY' || fail "deploy/tandem-injector.yaml: matchConditions or drain (above)"
 import re, sys, yaml
 docs = list(yaml.safe_load_all(open(sys.argv[1])))
 hooks = [w for d in docs if d["kind"] == "MutatingWebhookConfiguration" for w in d["webhooks"]]
 bad = [w["name"] for w in hooks
-       if not any("o.kind == 'Job'" in c["expression"] for c in w.get("matchConditions", []))]
+       if not any("restartPolicy in ['Never', 'OnFailure']" in c["expression"]
+                  for c in w.get("matchConditions", []))]
 (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
 pod = deploy["spec"]["template"]["spec"]
 env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
 drain = int(re.fullmatch(r"(\d+)s", env["TANDEM_INJECTOR_DRAIN"]).group(1))
 grace = pod.get("terminationGracePeriodSeconds", 30)
 if bad or not hooks:
-    sys.exit(f"webhooks without the Job-owner matchCondition: {bad or 'no webhooks'}")
+    sys.exit(f"webhooks without the runs-to-completion matchCondition: {bad or 'no webhooks'}")
 if grace < drain + 10 + 5:
     sys.exit(f"terminationGracePeriodSeconds {grace} < drain {drain}s + 10 s in flight + 5 s")
 PY

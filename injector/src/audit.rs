@@ -1,7 +1,8 @@
 //! `tandem-injector audit` (SPEC §10.8): a Kubernetes
 //! `List` of Pods in, as `kubectl get pods -A -o json` prints it; out, for the
-//! Pods a Job owns, those stuck on their sidecars and what the injection would
-//! do to each. It reads nothing else and makes no network call.
+//! Pods that run to completion (`restartPolicy` `Never` or `OnFailure`, whoever
+//! owns them), those stuck on their sidecars and what the injection would do
+//! to each. It reads nothing else and makes no network call.
 //!
 //! | module | owns |
 //! |---|---|
@@ -21,76 +22,94 @@ use serde_json::Value;
 
 use crate::inject;
 
-/// A Job's Pod stuck on its sidecars: every job container has terminated,
-/// these still run.
+/// Which Pod: where it is and who owns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stuck {
+pub struct Pod {
     /// The Pod's namespace.
     pub namespace: String,
     /// The Pod's name.
     pub pod: String,
-    /// The Job that owns it.
-    pub job: String,
+    /// The Job that owns it (a CronJob's Job too), if one does.
+    pub job: Option<String>,
+    /// Its controller, `Kind/name` (`Job/nightly`, `SparkApplication/pi`), if it
+    /// has one.
+    pub owner: Option<String>,
+}
+
+impl Pod {
+    fn of(pod: &Value) -> Pod {
+        let meta = &pod["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
+        Pod {
+            namespace: text(&meta["namespace"]),
+            pod: text(&meta["name"]),
+            job: inject::job(meta).map(str::to_string),
+            owner: inject::controller(meta).map(|(kind, name)| format!("{kind}/{name}")),
+        }
+    }
+
+    /// The order of both parts: namespace, owner (the Pods of no owner
+    /// first), Pod.
+    fn key(&self) -> (&str, Option<&str>, &str) {
+        (&self.namespace, self.owner.as_deref(), &self.pod)
+    }
+}
+
+/// A Pod stuck on its sidecars: every job container has ended for good,
+/// these still run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stuck {
+    /// Which Pod.
+    pub pod: Pod,
     /// The sidecars still running, in the Pod's order.
     pub sidecars: Vec<String>,
 }
 
-/// What the injection would do to a Pod like one of a Job's.
+/// What the injection would do to a Pod like one that runs to completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injection {
-    /// The Pod's namespace.
-    pub namespace: String,
-    /// The Pod's name.
-    pub pod: String,
-    /// The Job that owns it.
-    pub job: String,
+    /// Which Pod.
+    pub pod: Pod,
     /// The annotation's words (`tandem.dev/injection`).
     pub would: String,
 }
 
-/// The audit of a List: each part sorted by namespace, Job and Pod.
+/// The audit of a List: each part sorted by namespace, owner and Pod.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Audit {
     /// The Pods stuck on their sidecars.
     pub stuck: Vec<Stuck>,
-    /// Every Job's Pod, with what the injection would do to it.
+    /// Every Pod that runs to completion, with what the injection would do to it.
     pub injection: Vec<Injection>,
-    /// How many Pods the List held, a Job's or not.
+    /// How many Pods the List held, in scope or not.
     pub pods: usize,
 }
 
-/// Audits `pods`: the Pods no Job owns are counted and left out.
+/// Audits `pods`: those that do not run to completion (`restartPolicy:
+/// Always`, a Deployment's) are counted and left out.
 pub fn audit(pods: &[Value]) -> Audit {
     let mut out = Audit {
         pods: pods.len(),
         ..Audit::default()
     };
-    for pod in pods {
-        let meta = &pod["metadata"];
-        let Some(job) = inject::job(meta) else {
-            continue;
-        };
-        let namespace = meta["namespace"].as_str().unwrap_or("?").to_string();
-        let name = meta["name"].as_str().unwrap_or("?").to_string();
+    for pod in pods
+        .iter()
+        .filter(|p| inject::runs_to_completion(&p["spec"]))
+    {
+        let which = Pod::of(pod);
         if let Some(sidecars) = stuck::running_sidecars(pod) {
             out.stuck.push(Stuck {
-                namespace: namespace.clone(),
-                pod: name.clone(),
-                job: job.to_string(),
+                pod: which.clone(),
                 sidecars,
             });
         }
         out.injection.push(Injection {
-            namespace,
-            pod: name,
-            job: job.to_string(),
+            pod: which,
             would: would::would(pod),
         });
     }
-    out.stuck
-        .sort_by(|a, b| (&a.namespace, &a.job, &a.pod).cmp(&(&b.namespace, &b.job, &b.pod)));
-    out.injection
-        .sort_by(|a, b| (&a.namespace, &a.job, &a.pod).cmp(&(&b.namespace, &b.job, &b.pod)));
+    out.stuck.sort_by(|a, b| a.pod.key().cmp(&b.pod.key()));
+    out.injection.sort_by(|a, b| a.pod.key().cmp(&b.pod.key()));
     out
 }
 

@@ -12,6 +12,7 @@ mod command;
 pub mod delivery;
 pub mod entrypoint;
 mod env;
+pub mod keep;
 mod patch;
 mod pod;
 pub mod report;
@@ -25,7 +26,7 @@ use report::Report;
 pub use pod::is_job;
 use pod::{changed_earlier, containers, known};
 use scope::select;
-pub use scope::{Opted, Scope, job};
+pub use scope::{Opted, RUNS_TO_COMPLETION, Scope, controller, job, runs_to_completion};
 
 /// What the injector answers for one Pod.
 #[derive(Debug, Default, PartialEq)]
@@ -168,6 +169,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 
 #[cfg(test)]
 mod entrypoint_tests;
+#[cfg(test)]
+mod restart_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

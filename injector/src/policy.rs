@@ -61,7 +61,7 @@ fn route(scope: Scope) -> Node {
 }
 
 fn mutating(install: &Install) -> Node {
-    let mut conditions = vec![selectors::owned_by_a_job()];
+    let mut conditions = vec![selectors::runs_to_completion()];
     conditions.extend(named(&[
         (
             "few-containers",
@@ -112,6 +112,7 @@ fn variables() -> Vec<(&'static str, String)> {
             format!("'/spec/initContainers/' +\n  string({init_count}) +\n  '/volumeMounts'"),
         ),
         ("quit", cel::quit()),
+        ("restart", cel::RESTART.into()),
         ("jobs", cel::jobs()),
         ("wrap", cel::wrap()),
         ("several", "size(variables.wrap) > 1".into()),

@@ -39,12 +39,13 @@ const WHY: &str = "\
 # Three webhooks, one server: Pods labelled tandem.dev/inject=enabled (or
 # audit) anywhere, and every Pod without that label in a namespace labelled
 # enabled, or audit. Under audit a Pod is only annotated with what would be done. matchConditions
-# sends only the Pods a Job owns (a CronJob's Job included), so a Deployment's
-# Pods in a labelled namespace never wait on the injector; it would allow them
+# sends only the Pods that run to completion (restartPolicy Never or OnFailure:
+# a Job's, a bare Pod, a Spark driver, whoever owns it), so a Deployment's Pods
+# in a labelled namespace never wait on the injector; it would allow them
 # untouched anyway. matchConditions is GA from Kubernetes 1.30 and beta, on by
 # default, in 1.28 and 1.29 (feature gate AdmissionWebhookMatchConditions): on a
 # 1.29 cluster with that gate turned off the API server drops the field, and the
-# injector still changes only Jobs' Pods, every labelled Pod merely reaching it.
+# injector still changes only such Pods, every labelled Pod merely reaching it.
 #
 # failurePolicy Ignore: when the injector cannot answer (down, slow, a bad
 # certificate), Pods are created without tandem rather than not at all.
@@ -98,7 +99,7 @@ fn webhook(scope: Scope) -> Node {
         ("namespaceSelector", selectors::namespaces(scope)),
         (
             "matchConditions",
-            Node::List(vec![selectors::owned_by_a_job()]),
+            Node::List(vec![selectors::runs_to_completion()]),
         ),
         ("matchPolicy", s("Equivalent")),
         ("sideEffects", s("None")),

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::Audit;
+use super::{Audit, Pod};
 use crate::say::escape;
 
 /// The width the table keeps to.
@@ -14,17 +14,17 @@ const NARROWEST: usize = 24;
 /// The indent of a last column put under its row.
 const UNDER: usize = 4;
 
-/// `audit` as one JSON object: `{"stuck": [{namespace, pod, job, sidecars}],
-/// "injection": [{namespace, pod, job, would}]}`, its keys in that order and
-/// one Pod a line.
+/// `audit` as one JSON object: `{"stuck": [{namespace, pod, job, owner,
+/// sidecars}], "injection": [{namespace, pod, job, owner, would}]}`, its keys in
+/// that order, `job` and `owner` null when there is none, and one Pod a line.
 pub fn json(audit: &Audit) -> String {
     let stuck = audit.stuck.iter().map(|s| {
         let sidecars = Value::from(s.sidecars.clone());
-        object(&s.namespace, &s.pod, &s.job, ("sidecars", sidecars))
+        object(&s.pod, ("sidecars", sidecars))
     });
     let injection = audit.injection.iter().map(|i| {
         let would = Value::from(i.would.clone());
-        object(&i.namespace, &i.pod, &i.job, ("would", would))
+        object(&i.pod, ("would", would))
     });
     format!(
         "{{\n  \"stuck\": {},\n  \"injection\": {}\n}}\n",
@@ -34,13 +34,15 @@ pub fn json(audit: &Audit) -> String {
 }
 
 /// One Pod's object, its keys in the documented order.
-fn object(namespace: &str, pod: &str, job: &str, (key, last): (&str, Value)) -> String {
+fn object(pod: &Pod, (key, last): (&str, Value)) -> String {
     let text = |s: &str| Value::from(s).to_string();
+    let maybe = |s: &Option<String>| Value::from(s.clone()).to_string();
     format!(
-        "{{\"namespace\": {}, \"pod\": {}, \"job\": {}, \"{key}\": {last}}}",
-        text(namespace),
-        text(pod),
-        text(job)
+        "{{\"namespace\": {}, \"pod\": {}, \"job\": {}, \"owner\": {}, \"{key}\": {last}}}",
+        text(&pod.namespace),
+        text(&pod.pod),
+        maybe(&pod.job),
+        maybe(&pod.owner)
     )
 }
 
@@ -53,39 +55,44 @@ fn array(items: impl Iterator<Item = String>) -> String {
     format!("[\n{}\n  ]", items.join(",\n"))
 }
 
-/// `audit` as two tables, each sorted by namespace and Job: the Pods stuck on
-/// their sidecars, then what the injection would do to every Job's Pod.
+/// `audit` as two tables, each sorted by namespace and owner: the Pods stuck on
+/// their sidecars, then what the injection would do to every Pod that runs to
+/// completion.
 pub fn table(audit: &Audit) -> String {
     if audit.injection.is_empty() {
         return format!(
-            "No Pod of a Job among the {} Pods read: nothing to audit.\n",
+            "No Pod that runs to completion among the {} Pods read: nothing to audit.\n",
             audit.pods
         );
     }
     let mut out = String::new();
     if audit.stuck.is_empty() {
-        out.push_str("No Job's Pod is stuck on its sidecars.\n");
+        out.push_str("No Pod that runs to completion is stuck on its sidecars.\n");
     } else {
-        out.push_str("Stuck on their sidecars (every job container has ended, these run on):\n");
+        out.push_str(
+            "Stuck on their sidecars (every job container has ended for good, these run on):\n",
+        );
         let rows: Vec<[String; 4]> = audit
             .stuck
             .iter()
-            .map(|s| row(&s.namespace, &s.job, &s.pod, &s.sidecars.join(", ")))
+            .map(|s| row(&s.pod, &s.sidecars.join(", ")))
             .collect();
-        grid(&mut out, ["NAMESPACE", "JOB", "POD", "SIDECARS"], &rows);
+        grid(&mut out, ["NAMESPACE", "OWNER", "POD", "SIDECARS"], &rows);
     }
     out.push_str("\nWhat the injection would do to a Pod like each (once enabled):\n");
     let rows: Vec<[String; 4]> = audit
         .injection
         .iter()
-        .map(|i| row(&i.namespace, &i.job, &i.pod, &i.would))
+        .map(|i| row(&i.pod, &i.would))
         .collect();
-    grid(&mut out, ["NAMESPACE", "JOB", "POD", "WOULD"], &rows);
+    grid(&mut out, ["NAMESPACE", "OWNER", "POD", "WOULD"], &rows);
     out
 }
 
-fn row(namespace: &str, job: &str, pod: &str, last: &str) -> [String; 4] {
-    [namespace, job, pod, last].map(escape)
+/// A row: the Pod's namespace, its owner (`-` for none) and name, then `last`.
+fn row(pod: &Pod, last: &str) -> [String; 4] {
+    let owner = pod.owner.as_deref().unwrap_or("-");
+    [pod.namespace.as_str(), owner, pod.pod.as_str(), last].map(escape)
 }
 
 /// Appends `rows` under `head`: the first three columns as wide as their

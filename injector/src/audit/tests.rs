@@ -12,7 +12,7 @@ use crate::inject::Images;
 use crate::inject::delivery::{Install, Mode};
 use crate::inject::{Scope, plan_with};
 use crate::registry::ImageConfig;
-use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
+use crate::tests::pods::{self, bare_pod, container, istio_proxy, job_container, job_pod, review};
 
 /// A container state as the kubelet writes it.
 fn state(word: &str) -> Value {
@@ -144,6 +144,60 @@ fn several_job_containers_are_stuck_only_when_every_one_has_ended() {
     assert_eq!(stuck(&stored(plain, "ns", "p", &states)), None);
 }
 
+/// `pod` as stored with its job container ended with `code`, istio-proxy running.
+fn ended_with(pod: Value, code: i64) -> Value {
+    let mut pod = stored(
+        pod,
+        "ns",
+        "p",
+        &[("job", "failed"), ("istio-proxy", "running")],
+    );
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = json!(code);
+    pod
+}
+
+#[test]
+fn a_job_container_that_will_run_again_in_place_has_not_ended_for_good() {
+    let mut on_failure = classic("j");
+    on_failure["spec"]["restartPolicy"] = json!("OnFailure");
+    assert_eq!(stuck(&ended_with(on_failure.clone(), 1)), None);
+    let sidecar = Some(vec!["istio-proxy".to_string()]);
+    assert_eq!(stuck(&ended_with(on_failure, 0)), sidecar);
+    let mut rules = classic("j");
+    rules["spec"]["containers"][0]["restartPolicy"] = json!("Never");
+    rules["spec"]["containers"][0]["restartPolicyRules"] =
+        json!([{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]);
+    assert_eq!(stuck(&ended_with(rules.clone(), 42)), None);
+    assert_eq!(stuck(&ended_with(rules, 3)), sidecar);
+}
+
+#[test]
+fn a_pod_that_restarts_for_ever_is_left_out_whoever_owns_it() {
+    let states = [("job", "completed"), ("istio-proxy", "running")];
+    let mut always = stored(classic("j"), "ns", "j-1", &states);
+    always["spec"]["restartPolicy"] = json!("Always");
+    let mut unset = always.clone();
+    unset["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("restartPolicy");
+    let bare = stored(
+        bare_pod("p", vec![job_container("job"), istio_proxy(false)], vec![]),
+        "ns",
+        "p",
+        &states,
+    );
+    let found = audit(&[always, unset, bare]);
+    assert_eq!(found.pods, 3);
+    let pods: Vec<&str> = found.injection.iter().map(|i| i.pod.pod.as_str()).collect();
+    assert_eq!(pods, ["p"]);
+    assert_eq!(found.stuck.len(), 1);
+    assert_eq!(
+        (&found.stuck[0].pod.job, &found.stuck[0].pod.owner),
+        (&None, &None)
+    );
+}
+
 #[test]
 fn every_sidecar_still_running_is_named_in_the_pods_order() {
     let sidecar = |name| container(name, "sidecar:1", None, &[]);
@@ -256,8 +310,9 @@ fn list_of(items: Vec<Value>) -> Vec<u8> {
         .into_bytes()
 }
 
-/// A List as `kubectl get pods -A -o json` prints it: a stuck Pod, a running
-/// one, a completed one, a native sidecar's, and a Pod no Job owns.
+/// A List as `kubectl get pods -A -o json` prints it: Jobs' Pods (stuck,
+/// running, completed, a native sidecar's), a Spark driver a SparkApplication
+/// owns, stuck, a running bare Pod of Airflow's, and a Deployment's Pod.
 fn cluster() -> Vec<Value> {
     let native = job_pod(
         "native",
@@ -272,7 +327,30 @@ fn cluster() -> Vec<Value> {
     );
     web["metadata"]["ownerReferences"] =
         json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "u"}]);
+    web["spec"]["restartPolicy"] = json!("Always");
+    let driver = pods::owned(
+        bare_pod(
+            "pi-driver",
+            vec![job_container("spark-kubernetes-driver"), istio_proxy(false)],
+            vec![],
+        ),
+        "sparkoperator.k8s.io/v1beta2",
+        "SparkApplication",
+        "pi",
+    );
+    let states = [
+        ("spark-kubernetes-driver", "completed"),
+        ("istio-proxy", "running"),
+    ];
+    let airflow = [("base", "running"), ("istio-proxy", "running")];
     vec![
+        stored(driver, "spark", "pi-driver", &states),
+        stored(
+            pods::airflow_pod(),
+            "airflow",
+            "etl-load-3f9a2c1b",
+            &airflow,
+        ),
         stored(
             classic("nightly"),
             "shop",
@@ -302,50 +380,69 @@ fn cluster() -> Vec<Value> {
 }
 
 #[test]
-fn the_audit_lists_the_stuck_pods_and_every_jobs_pod_sorted_by_namespace_and_job() {
+fn the_audit_lists_the_stuck_pods_and_every_pod_in_scope_sorted_by_namespace_and_owner() {
     let pods = list::pods(&list_of(cluster())).unwrap();
     let Audit {
         stuck,
         injection,
         pods,
     } = audit(&pods);
-    assert_eq!(pods, 5);
-    let names = |v: Vec<(String, String, String)>| v;
-    assert_eq!(
-        names(
-            stuck
-                .iter()
-                .map(|s| (s.namespace.clone(), s.job.clone(), s.pod.clone()))
-                .collect()
-        ),
-        [(
-            "shop".to_string(),
-            "nightly".to_string(),
-            "nightly-x7k2p".to_string()
-        )]
+    assert_eq!(pods, 7);
+    let which = |p: &super::Pod| {
+        let owner = p.owner.clone().unwrap_or_default();
+        (p.namespace.clone(), p.job.clone(), owner, p.pod.clone())
+    };
+    let stuck_pods: Vec<_> = stuck.iter().map(|s| which(&s.pod)).collect();
+    let job = |name: &str| Some(name.to_string());
+    let spark = (
+        "spark".to_string(),
+        None,
+        "SparkApplication/pi".to_string(),
+        "pi-driver".to_string(),
     );
+    let nightly = (
+        "shop".to_string(),
+        job("nightly"),
+        "Job/nightly".to_string(),
+        "nightly-x7k2p".to_string(),
+    );
+    assert_eq!(stuck_pods, [nightly, spark]);
     assert_eq!(stuck[0].sidecars, ["istio-proxy"]);
-    let order: Vec<(&str, &str)> = injection
+    assert_eq!(stuck[1].sidecars, ["istio-proxy"]);
+    let order: Vec<(&str, Option<&str>, &str)> = injection
         .iter()
-        .map(|i| (i.namespace.as_str(), i.job.as_str()))
+        .map(|i| {
+            (
+                i.pod.namespace.as_str(),
+                i.pod.job.as_deref(),
+                i.pod.pod.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         order,
         [
-            ("batch", "backup"),
-            ("batch", "native"),
-            ("shop", "hourly"),
-            ("shop", "nightly")
+            ("airflow", None, "etl-load-3f9a2c1b"),
+            ("batch", Some("backup"), "backup-r2d2c"),
+            ("batch", Some("native"), "native-0p1q2"),
+            ("shop", Some("hourly"), "hourly-4bq9s"),
+            ("shop", Some("nightly"), "nightly-x7k2p"),
+            ("spark", None, "pi-driver"),
         ]
     );
+    assert_eq!(injection[0].pod.owner, None);
     assert_eq!(
-        injection[3].would,
+        injection[0].would,
+        "wrapped base (command from the spec; added TANDEM_MESH=istio)"
+    );
+    assert_eq!(
+        injection[4].would,
         "wrapped job (command from the spec; added TANDEM_MESH=istio)"
     );
     assert!(
-        injection[1].would.contains("TANDEM_READY_URLS"),
+        injection[2].would.contains("TANDEM_READY_URLS"),
         "{}",
-        injection[1].would
+        injection[2].would
     );
 }
 
@@ -354,30 +451,33 @@ fn the_table_keeps_to_80_columns_and_the_json_to_its_documented_shape() {
     let audit = audit(&list::pods(&list_of(cluster())).unwrap());
     let table = render::table(&audit);
     let expected = "\
-Stuck on their sidecars (every job container has ended, these run on):
-NAMESPACE  JOB      POD            SIDECARS
-shop       nightly  nightly-x7k2p  istio-proxy
+Stuck on their sidecars (every job container has ended for good, these run on):
+NAMESPACE  OWNER                POD            SIDECARS
+shop       Job/nightly          nightly-x7k2p  istio-proxy
+spark      SparkApplication/pi  pi-driver      istio-proxy
 
 What the injection would do to a Pod like each (once enabled):
-NAMESPACE  JOB      POD            WOULD
-batch      backup   backup-r2d2c
+NAMESPACE  OWNER                POD                WOULD
+airflow    -                    etl-load-3f9a2c1b
+    wrapped base (command from the spec; added TANDEM_MESH=istio)
+batch      Job/backup           backup-r2d2c
     wrapped job (command from the spec; added TANDEM_MESH=istio)
-batch      native   native-0p1q2
+batch      Job/native           native-0p1q2
     wrapped job (command from the spec; added
     TANDEM_READY_URLS=http://127.0.0.1:15021/healthz/ready)
 ";
     // A word too long to sit beside the names puts the column under every row.
     assert!(table.starts_with(expected), "{table}");
     let short = Audit {
-        injection: audit.injection[2..].to_vec(),
+        injection: audit.injection[3..5].to_vec(),
         ..Audit::default()
     };
     let expected = "\
-NAMESPACE  JOB      POD            WOULD
-shop       hourly   hourly-4bq9s   wrapped job (command from the spec; added
-                                   TANDEM_MESH=istio)
-shop       nightly  nightly-x7k2p  wrapped job (command from the spec; added
-                                   TANDEM_MESH=istio)
+NAMESPACE  OWNER        POD            WOULD
+shop       Job/hourly   hourly-4bq9s   wrapped job (command from the spec; added
+                                       TANDEM_MESH=istio)
+shop       Job/nightly  nightly-x7k2p  wrapped job (command from the spec; added
+                                       TANDEM_MESH=istio)
 ";
     assert!(
         render::table(&short).ends_with(expected),
@@ -390,19 +490,26 @@ shop       nightly  nightly-x7k2p  wrapped job (command from the spec; added
     let json: Value = serde_json::from_str(&render::json(&audit)).unwrap();
     assert_eq!(
         json["stuck"],
-        json!([{"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly", "sidecars": ["istio-proxy"]}])
+        json!([
+            {"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly",
+             "owner": "Job/nightly", "sidecars": ["istio-proxy"]},
+            {"namespace": "spark", "pod": "pi-driver", "job": null,
+             "owner": "SparkApplication/pi", "sidecars": ["istio-proxy"]},
+        ])
     );
-    assert_eq!(json["injection"].as_array().unwrap().len(), 4);
+    assert_eq!(json["injection"].as_array().unwrap().len(), 6);
+    assert_eq!(json["injection"][0]["job"], Value::Null);
+    assert_eq!(json["injection"][0]["owner"], Value::Null);
     assert_eq!(
-        json["injection"][3]["would"],
-        json!(audit.injection[3].would)
+        json["injection"][4]["would"],
+        json!(audit.injection[4].would)
     );
     let text = render::json(&audit);
     assert!(
         text.find("\"stuck\"") < text.find("\"injection\""),
         "{text}"
     );
-    assert!(text.contains("{\"namespace\": \"shop\", \"pod\": \"nightly-x7k2p\", \"job\": \"nightly\", \"sidecars\": [\"istio-proxy\"]}"), "{text}");
+    assert!(text.contains("{\"namespace\": \"shop\", \"pod\": \"nightly-x7k2p\", \"job\": \"nightly\", \"owner\": \"Job/nightly\", \"sidecars\": [\"istio-proxy\"]}"), "{text}");
 }
 
 #[test]
@@ -417,7 +524,7 @@ fn long_names_put_the_last_column_under_its_row_and_nothing_to_audit_says_so() {
     let table = render::table(&audit(&[pod]));
     let lines: Vec<&str> = table.lines().collect();
     assert!(
-        lines[4].starts_with("team-data-platform  a-cronjob"),
+        lines[4].starts_with("team-data-platform  Job/a-cronjob"),
         "{table}"
     );
     assert_eq!(
@@ -427,7 +534,7 @@ fn long_names_put_the_last_column_under_its_row_and_nothing_to_audit_says_so() {
     let empty = audit(&list::pods(&list_of(vec![])).unwrap());
     assert_eq!(
         render::table(&empty),
-        "No Pod of a Job among the 0 Pods read: nothing to audit.\n"
+        "No Pod that runs to completion among the 0 Pods read: nothing to audit.\n"
     );
     assert_eq!(
         render::json(&empty),
@@ -476,7 +583,7 @@ fn only_a_list_of_pods_is_read_and_anything_else_is_one_line_saying_what_it_is()
             br#"{"kind": "List", "items": [{"kind": "Job"}]}"#.to_vec(),
             "items[0] is a Job, not a Pod",
         ),
-        (list_of(vec![pod(), bare_pod()]), "items[1] has no kind"),
+        (list_of(vec![pod(), nameless()]), "items[1] has no kind"),
         (
             br#"{"kind": "List\n\u001b[31m", "items": []}"#.to_vec(),
             "a List\\n\\u{1b}[31m, not a List",
@@ -493,7 +600,7 @@ fn only_a_list_of_pods_is_read_and_anything_else_is_one_line_saying_what_it_is()
     }
 }
 
-fn bare_pod() -> Value {
+fn nameless() -> Value {
     json!({"metadata": {"name": "p"}})
 }
 

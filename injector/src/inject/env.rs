@@ -1,6 +1,7 @@
 //! The environment tandem gets in each wrapped job container: the mesh it
-//! quits (`TANDEM_MESH`) or only waits for (`TANDEM_READY_URLS`), and §9's
-//! three variables when several job containers share the Pod.
+//! quits (`TANDEM_MESH`) or only waits for (`TANDEM_READY_URLS`), §9's three
+//! variables when several job containers share the Pod, and the statuses on
+//! which it runs again in place (`TANDEM_KEEP_ON_EXIT`).
 
 use serde_json::{Value, json};
 
@@ -9,7 +10,7 @@ use super::pod::Container;
 use crate::inject::report::{Fate, Report};
 use crate::layout::SHARED_DIR;
 use crate::sidecars::Sidecar;
-use tandem_common::vars::{MESH, READY_URLS, SEVERAL};
+use tandem_common::vars::{KEEP_ON_EXIT, KEEP_ON_FAILURE, MESH, READY_URLS, SEVERAL};
 
 /// Splits the known sidecars into those tandem quits and those it only waits
 /// for. Classic sidecars are quit by tandem (their preset); native ones only
@@ -80,8 +81,10 @@ fn ready_url(s: &Sidecar, c: &Container) -> Option<String> {
 
 /// The variables tandem needs in job container `c` that it does not set itself:
 /// the mesh (`TANDEM_MESH` for classic sidecars, `TANDEM_READY_URLS` for native
-/// ones, neither when the container sets either), and §9's three when there are
-/// several job containers (none when it sets any of them).
+/// ones, neither when the container sets either), §9's three when there are
+/// several job containers (none when it sets any of them), then the statuses on
+/// which the kubelet runs it again (none when it sets them, or scuttle's
+/// `NEVER_KILL_ISTIO_ON_FAILURE`, itself).
 fn variables(
     c: &Container,
     classic: &[&Sidecar],
@@ -107,20 +110,30 @@ fn variables(
         vars.push(var(SEVERAL[1], c.name.to_string()));
         vars.push(var(SEVERAL[2], SHARED_DIR.to_string()));
     }
+    if !c.keep.is_empty() && !c.sets(KEEP_ON_EXIT) && !c.sets(KEEP_ON_FAILURE) {
+        vars.push(var(KEEP_ON_EXIT, c.keep.to_string()));
+    }
     vars
 }
 
-/// `NAME=value, …` of the variables, for the log.
+/// What the variables tell tandem, for the annotation and the log: `added
+/// NAME=value …`, and in words which statuses keep the sidecars up.
 fn describe(vars: &[Value]) -> String {
-    let each: Vec<String> = vars
-        .iter()
-        .map(|v| {
-            format!(
-                "{}={}",
-                v["name"].as_str().unwrap_or(""),
-                v["value"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    each.join(" ")
+    let mut added = Vec::new();
+    let mut keep = None;
+    for v in vars {
+        let (name, value) = (v["name"].as_str(), v["value"].as_str().unwrap_or(""));
+        match name {
+            Some(KEEP_ON_EXIT) => keep = Some(value),
+            _ => added.push(format!("{}={value}", name.unwrap_or(""))),
+        }
+    }
+    let mut parts = Vec::new();
+    if !added.is_empty() {
+        parts.push(format!("added {}", added.join(" ")));
+    }
+    if let Some(keep) = keep {
+        parts.push(format!("keeps the sidecars on exit {keep}"));
+    }
+    parts.join("; ")
 }

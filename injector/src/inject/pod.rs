@@ -4,10 +4,11 @@
 
 use serde_json::{Map, Value};
 
-use super::delivery;
+use super::{delivery, keep};
 use crate::layout::{INSTALL_CONTAINER, TANDEM};
 use crate::sidecars::{self, Sidecar};
 use crate::string_list;
+use tandem_common::exit_codes::ExitCodes;
 
 /// One container of the Pod as far as the injector reads it.
 pub(super) struct Container<'a> {
@@ -23,6 +24,8 @@ pub(super) struct Container<'a> {
     pub has_mounts: bool,
     /// A native sidecar: an init container with `restartPolicy: Always`.
     pub always: bool,
+    /// The statuses after which the kubelet runs it again in the Pod (`keep`).
+    pub keep: ExitCodes,
 }
 
 impl Container<'_> {
@@ -90,6 +93,7 @@ pub(super) fn containers<'a>(
             env,
             has_mounts,
             always: c["restartPolicy"] == "Always",
+            keep: keep::statuses(spec.get("restartPolicy").unwrap_or(&Value::Null), c),
         });
     }
     Ok(found)
@@ -107,13 +111,13 @@ pub(super) fn changed_earlier(spec: &Map<String, Value>, init: &[Container]) -> 
             .any(delivery::is_bin_image_volume)
 }
 
-/// The known sidecars among `list` that pass `keep`, in `SIDECARS` order.
+/// The known sidecars among `list` that pass `pick`, in `SIDECARS` order.
 pub(super) fn known(
     list: &[Container],
-    keep: impl Fn(&Container) -> bool,
+    pick: impl Fn(&Container) -> bool,
 ) -> Vec<&'static Sidecar> {
     sidecars::containers()
-        .filter(|(container, _)| list.iter().any(|c| c.name == *container && keep(c)))
+        .filter(|(container, _)| list.iter().any(|c| c.name == *container && pick(c)))
         .map(|(_, s)| s)
         .collect()
 }

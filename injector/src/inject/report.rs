@@ -128,7 +128,8 @@ impl Skip {
 /// What became of one job container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fate {
-    /// Its command now starts with tandem; `told`: the variables added now.
+    /// Its command now starts with tandem; `told`: what the variables added now
+    /// tell it (`added NAME=value …; keeps the sidecars on exit CODES`).
     Wrapped(Found, String),
     /// Left as it was.
     Skipped(Skip),
@@ -183,9 +184,7 @@ impl Report {
                 Fate::Wrapped(found, told) if told.is_empty() => {
                     Some(format!("{name} ({})", found.words()))
                 }
-                Fate::Wrapped(found, told) => {
-                    Some(format!("{name} ({}; added {told})", found.words()))
-                }
+                Fate::Wrapped(found, told) => Some(format!("{name} ({}; {told})", found.words())),
                 Fate::Skipped(_) => None,
             })
             .collect();

@@ -1,5 +1,7 @@
 //! Which reviews the injector changes (SPEC §10): a Pod CREATE, opted in by
-//! its label or its namespace's (or put under audit), and owned by a Job.
+//! its label or its namespace's (or put under audit), that runs to completion
+//! (`restartPolicy` `Never` or `OnFailure`), whoever owns it. `selectors` is
+//! the same rule as the API server applies it, before it sends a review.
 
 use serde_json::Value;
 
@@ -56,8 +58,20 @@ pub enum Opted {
     Audit,
 }
 
-/// The Pod of an opted-in Job's CREATE, a name for the log and what it opted
-/// into; else why not. A Pod's own label wins over its namespace's.
+/// The restart policies of a Pod that runs to completion: its containers end,
+/// and then so does the Pod. `Always`, also the default, never does.
+pub const RUNS_TO_COMPLETION: [&str; 2] = ["Never", "OnFailure"];
+
+/// Whether the Pod whose `spec` this is runs to completion.
+pub fn runs_to_completion(spec: &Value) -> bool {
+    spec["restartPolicy"]
+        .as_str()
+        .is_some_and(|p| RUNS_TO_COMPLETION.contains(&p))
+}
+
+/// The Pod of an opted-in CREATE of a Pod that runs to completion, a name for
+/// the log (with its owner) and what it opted into; else why not. A Pod's own
+/// label wins over its namespace's.
 pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String, Opted), String> {
     let kind = &request["kind"];
     if kind["group"] != "" || kind["version"] != "v1" || kind["kind"] != "Pod" {
@@ -69,7 +83,7 @@ pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String, O
     let pod = &request["object"];
     let meta = &pod["metadata"];
     let namespace = request["namespace"].as_str().unwrap_or("?");
-    let name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
+    let mut name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
         (Some(name), _) if !name.is_empty() => format!("pod {namespace}/{name}"),
         (_, Some(prefix)) => format!("pod {namespace}/{prefix}*"),
         _ => format!("pod {namespace}/?"),
@@ -80,10 +94,18 @@ pub(super) fn select(request: &Value, scope: Scope) -> Result<(&Value, String, O
         (Some(AUDIT), _) | (None, Scope::NamespaceAudit) => Opted::Audit,
         _ => return Err(format!("{name}: not opted in ({LABEL}: {label:?})")),
     };
-    match job(meta) {
-        Some(job) => Ok((pod, format!("{name} (Job {job})"), opted)),
-        None => Err(format!("{name}: not owned by a Job: allowed unchanged")),
+    if !runs_to_completion(&pod["spec"]) {
+        let policy = pod["spec"]["restartPolicy"]
+            .as_str()
+            .unwrap_or("unset, so Always");
+        return Err(format!(
+            "{name}: restartPolicy {policy}: it does not run to completion: allowed unchanged"
+        ));
     }
+    if let Some((kind, owner)) = controller(meta) {
+        name = format!("{name} ({kind} {owner})");
+    }
+    Ok((pod, name, opted))
 }
 
 /// The name of the Job that owns the object whose `metadata` this is (directly,
@@ -97,4 +119,16 @@ pub fn job(metadata: &Value) -> Option<&str> {
                 .is_some_and(|v| v.starts_with("batch/"))
     })?;
     Some(job["name"].as_str().unwrap_or("?"))
+}
+
+/// The kind and name of the object's controller (its owner reference with
+/// `controller: true`: a Job, a SparkApplication, …); `None` when it has none.
+/// A nameless or kindless owner is `?`.
+pub fn controller(metadata: &Value) -> Option<(&str, &str)> {
+    let owners = metadata["ownerReferences"].as_array()?;
+    let owner = owners.iter().find(|o| o["controller"] == true)?;
+    Some((
+        owner["kind"].as_str().unwrap_or("?"),
+        owner["name"].as_str().unwrap_or("?"),
+    ))
 }

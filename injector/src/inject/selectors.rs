@@ -1,11 +1,11 @@
 //! The injection's reach as the API server reads it (SPEC §10): the object
 //! and namespace selectors of each route, the namespaces never touched and
-//! the owned-by-a-Job match condition. The webhook's configuration
+//! the runs-to-completion match condition. The webhook's configuration
 //! (`webhook`) and the admission policy's bindings (`policy`) are both built
 //! from here, so the two cannot disagree on which Pods are sent; `scope` is
 //! the same rule as the server applies it to a review.
 
-use super::scope::Scope;
+use super::scope::{self, Scope};
 use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::yaml::{Node, map, s, strs};
 
@@ -15,17 +15,27 @@ pub const INJECTOR_NAMESPACE: &str = "tandem-system";
 /// Namespaces never changed: the injector's own and the cluster's.
 pub const SYSTEM_NAMESPACES: [&str; 2] = [INJECTOR_NAMESPACE, "kube-system"];
 /// The match condition's name.
-pub const OWNED_BY_A_JOB: &str = "owned-by-a-job";
-/// The match condition's CEL: a Job owns the Pod (a CronJob's Job included).
-pub const OWNED_BY_A_JOB_CEL: &str = "has(object.metadata.ownerReferences) &&\n  \
-     object.metadata.ownerReferences.exists(o,\n    \
-     o.kind == 'Job' && o.apiVersion.startsWith('batch/'))";
+pub const RUNS_TO_COMPLETION: &str = "runs-to-completion";
 
-/// The owned-by-a-Job match condition, as an item of `matchConditions`.
-pub fn owned_by_a_job() -> Node {
+/// The match condition's CEL: the Pod's `restartPolicy` is one of
+/// [`scope::RUNS_TO_COMPLETION`], whoever owns it (the API server has
+/// defaulted it by then: unset is `Always`).
+pub fn runs_to_completion_cel() -> String {
+    let policies: Vec<String> = scope::RUNS_TO_COMPLETION
+        .iter()
+        .map(|p| format!("'{p}'"))
+        .collect();
+    format!(
+        "has(object.spec.restartPolicy) &&\n  object.spec.restartPolicy in [{}]",
+        policies.join(", ")
+    )
+}
+
+/// The runs-to-completion match condition, as an item of `matchConditions`.
+pub fn runs_to_completion() -> Node {
     map([
-        ("name", s(OWNED_BY_A_JOB)),
-        ("expression", s(OWNED_BY_A_JOB_CEL)),
+        ("name", s(RUNS_TO_COMPLETION)),
+        ("expression", s(runs_to_completion_cel())),
     ])
 }
 

@@ -175,7 +175,7 @@ fn a_container_that_already_runs_tandem_is_left_as_is() {
 }
 
 #[test]
-fn only_an_opted_in_pod_of_a_job_is_changed() {
+fn only_an_opted_in_pod_that_runs_to_completion_is_changed() {
     let base = job_pod("j", vec![job_container("job")], vec![]);
     let through = |pod: &Value, scope| plan(&request(pod), &install(Mode::EmptyDir), scope);
 
@@ -196,24 +196,71 @@ fn only_an_opted_in_pod_of_a_job_is_changed() {
         assert!(through(&other, scope).patch.is_empty(), "{scope:?}");
     }
 
-    let mut replica = base.clone();
-    replica["metadata"]["ownerReferences"][0]["kind"] = json!("ReplicaSet");
-    replica["metadata"]["ownerReferences"][0]["apiVersion"] = json!("apps/v1");
-    let p = through(&replica, Scope::Label);
-    assert!(p.patch.is_empty() && p.warnings.is_empty());
-    assert!(p.summary.contains("not owned by a Job"), "{}", p.summary);
-
-    let mut bare = base.clone();
-    bare["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("ownerReferences");
-    assert!(through(&bare, Scope::Label).patch.is_empty());
-
-    // A CronJob's Pod: its owner is the Job the CronJob created.
+    // Whoever owns it: a Job, a CronJob's Job, another controller, nobody.
     let mut cron = base.clone();
     cron["metadata"]["ownerReferences"][0]["name"] = json!("nightly-29123456");
-    assert!(!through(&cron, Scope::Label).patch.is_empty());
+    let p = through(&cron, Scope::Label);
+    assert!(!p.patch.is_empty());
+    assert!(
+        p.summary
+            .starts_with("pod default/j-* (Job nightly-29123456): wrapped"),
+        "{}",
+        p.summary
+    );
+    let spark = pods::owned(
+        base.clone(),
+        "sparkoperator.k8s.io/v1beta2",
+        "SparkApplication",
+        "pi",
+    );
+    let p = through(&spark, Scope::Label);
+    assert!(!p.patch.is_empty());
+    assert!(
+        p.summary
+            .starts_with("pod default/j-* (SparkApplication pi): wrapped"),
+        "{}",
+        p.summary
+    );
+    let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
+    let p = through(&bare, Scope::Label);
+    assert!(!p.patch.is_empty());
+    assert!(
+        p.summary.starts_with("pod default/p: wrapped"),
+        "{}",
+        p.summary
+    );
+
+    // Whatever its owner, a Pod restarted for ever never completes.
+    for (policy, words) in [
+        (json!("Always"), "Always"),
+        (Value::Null, "unset, so Always"),
+    ] {
+        for pod in [
+            &base,
+            &bare,
+            &pods::owned(bare.clone(), "apps/v1", "ReplicaSet", "web"),
+        ] {
+            let mut pod = pod.clone();
+            pod["spec"]["restartPolicy"] = policy.clone();
+            for scope in Scope::ALL {
+                let p = through(&pod, scope);
+                assert!(p.patch.is_empty() && p.warnings.is_empty(), "{words}");
+                let expected = format!(
+                    "restartPolicy {words}: it does not run to completion: allowed unchanged"
+                );
+                assert!(p.summary.ends_with(&expected), "{}", p.summary);
+            }
+        }
+    }
+    let mut on_failure = bare.clone();
+    on_failure["spec"]["restartPolicy"] = json!("OnFailure");
+    assert!(!through(&on_failure, Scope::Label).patch.is_empty());
+    let mut no_spec = base.clone();
+    no_spec["spec"] = Value::Null;
+    assert!(
+        through(&no_spec, Scope::Label).patch.is_empty(),
+        "no restartPolicy to read"
+    );
 }
 
 #[test]
@@ -282,7 +329,6 @@ fn reinvocation_after_istio_injected_adds_only_the_mesh() {
 #[test]
 fn a_pod_shaped_wrongly_is_allowed_unchanged_with_a_warning_saying_what() {
     let cases = [
-        ("/spec", json!(null), "no spec"),
         (
             "/spec/containers",
             json!({}),

@@ -23,7 +23,7 @@ use cel::{Context, Env, ExecutionError, Program, StructType};
 use serde_json::{Map, Value, json};
 
 use crate::inject::delivery::Mode;
-use crate::inject::{Images, Scope};
+use crate::inject::{Images, Scope, keep};
 use crate::layout::TANDEM;
 use crate::policy::documents;
 use crate::yaml::Node;
@@ -104,12 +104,14 @@ fn policy(mode: Mode) -> Policy {
     }
 }
 
-/// The CEL environment: the standard library, the strings extension (which
-/// Kubernetes has too), `indexOf` on lists and every typed object literal of
-/// `patch`.
+/// The CEL environment: the standard library, the strings and lists
+/// extensions (which Kubernetes has too), `indexOf` on lists and every typed
+/// object literal of `patch`.
 fn environment(patch: &str) -> Arc<Env> {
     let mut env = Env::stdlib();
     env.add_extension(cel::extensions::strings).unwrap();
+    // Kubernetes 1.34+ has cel-go's lists library too (sort, flatten, range).
+    env.add_extension(cel::extensions::lists).unwrap();
     env.add_member_overload(
         "indexOf",
         "list.indexOf(dyn)",
@@ -312,6 +314,9 @@ fn cases(mode: Mode) -> Vec<(String, Value)> {
     annotated["metadata"]["annotations"]["tandem.dev/entrypoint.job"] =
         json!(r#"["/app/entry", "serve"]"#);
     out.push(("entrypoint annotation".into(), annotated));
+    for (name, pod, _) in pods::restart_cases() {
+        out.push((format!("restart: {name}"), pod));
+    }
     let runs = container("job", "x", Some(&["/tandem", "--", "/job"]), &[]);
     out.push(("runs tandem".into(), job_pod("j", vec![runs], vec![])));
     let mut clash = job_pod("j", vec![job_container("job")], vec![]);
@@ -321,10 +326,19 @@ fn cases(mode: Mode) -> Vec<(String, Value)> {
         .push(json!({"name": crate::layout::SHARED_VOLUME, "emptyDir": {}}));
     out.push(("volume clash".into(), clash));
     // Reinvocations: each Pod as the webhook left it, and once more after
-    // Istio's injector added its proxy.
+    // Istio's injector added its proxy (or, once, without the restart
+    // statuses, as an injector before them would have left it).
     let first: Vec<(String, Value)> = out.clone();
     for (name, pod) in first {
         let once = webhook(mode, &pod);
+        if name == "restart: on-failure" {
+            let mut without = once.clone();
+            let env = without["spec"]["containers"][0]["env"]
+                .as_array_mut()
+                .unwrap();
+            env.retain(|e| e["name"] != "TANDEM_KEEP_ON_EXIT");
+            out.push((format!("{name}, reinvoked without the statuses"), without));
+        }
         let mut with_istio = once.clone();
         out.push((format!("{name}, reinvoked"), once));
         if names(&with_istio, |c| c["name"] == "istio-proxy").is_empty() {
@@ -422,6 +436,17 @@ fn wrapped_as_the_webhook_did(
     if let Some(list) = job_containers {
         assert_eq!(json!(list), v["names"], "{name}");
     }
+    // The statuses, written as the webhook writes them, whatever it adds.
+    let statuses = keep::statuses(&pod["spec"]["restartPolicy"], old).to_string();
+    assert_eq!(j["keep"], json!(statuses), "{name}: {}", c["name"]);
+    let keep_free = j["keepFree"] == json!(true);
+    let want_keep = (keep_free && !statuses.is_empty()).then_some(statuses);
+    assert_eq!(
+        added("TANDEM_KEEP_ON_EXIT"),
+        want_keep,
+        "{name}: {}",
+        c["name"]
+    );
 }
 
 #[test]
@@ -474,17 +499,31 @@ fn the_policys_patch_gives_the_webhooks_pod_spec_for_every_case() {
 }
 
 #[test]
-fn the_match_conditions_leave_out_a_pod_no_job_owns_or_with_too_many_containers() {
-    let mut pod = job_pod("j", vec![job_container("job")], vec![]);
-    pod["metadata"]["ownerReferences"][0]["kind"] = json!("ReplicaSet");
-    pod["metadata"]["ownerReferences"][0]["apiVersion"] = json!("apps/v1");
-    assert!(!evaluate(Mode::EmptyDir, &pod).matches);
-    assert_eq!(webhook(Mode::EmptyDir, &pod), pod);
-    pod["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("ownerReferences");
-    assert!(!evaluate(Mode::EmptyDir, &pod).matches);
+fn the_match_conditions_leave_out_a_pod_that_restarts_for_ever_or_with_too_many_containers() {
+    let job = job_pod("j", vec![job_container("job")], vec![]);
+    let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
+    let replica = pods::owned(bare.clone(), "apps/v1", "ReplicaSet", "web-5d8f");
+    for pod in [&job, &bare, &replica] {
+        for policy in [json!("Never"), json!("OnFailure")] {
+            let mut pod = pod.clone();
+            pod["spec"]["restartPolicy"] = policy;
+            assert!(
+                evaluate(Mode::EmptyDir, &pod).matches,
+                "{}",
+                pod["metadata"]
+            );
+        }
+        for policy in [json!("Always"), Value::Null] {
+            let mut pod = pod.clone();
+            pod["spec"]["restartPolicy"] = policy;
+            assert!(
+                !evaluate(Mode::EmptyDir, &pod).matches,
+                "{}",
+                pod["metadata"]
+            );
+            assert_eq!(webhook(Mode::EmptyDir, &pod), pod);
+        }
+    }
     let many: Vec<Value> = (0..=super::MAX_CONTAINERS)
         .map(|i| job_container(&format!("c{i}")))
         .collect();

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::cel::{MESH_VARS, SEVERAL, quote, ready};
+use super::cel::{KEEP_VARS, MESH_VARS, SEVERAL, quote, ready};
 use crate::inject::delivery::{self, Install};
 use crate::layout::{SHARED_DIR, TANDEM};
 
@@ -75,8 +75,8 @@ struct EnvVar {
     value: String,
 }
 
-/// The variables, in the webhook's order: §6's, then §9's.
-fn env_vars() -> [EnvVar; 5] {
+/// The variables, in the webhook's order: §6's, §9's, then the restart statuses.
+fn env_vars() -> [EnvVar; 6] {
     let mesh = "(variables.mesh == '' ? [] : variables.wrap.filter(j, j.meshFree))";
     let ready_to = "(size(variables.waited) == 0 ? [] : variables.wrap.filter(j, j.meshFree))";
     [
@@ -105,6 +105,11 @@ fn env_vars() -> [EnvVar; 5] {
             to: "variables.sharing",
             value: quote(SHARED_DIR),
         },
+        EnvVar {
+            name: KEEP_VARS[0],
+            to: "variables.wrap.filter(j, j.keepFree && j.keep != '')",
+            value: "j.keep".into(),
+        },
     ]
 }
 
@@ -114,7 +119,7 @@ fn env_ops() -> Vec<String> {
     let mut ops = vec![format!(
         "variables.wrap.filter(j, !has(j.c.env) && (j.meshFree &&\n    \
          (variables.mesh != '' || size(variables.waited) > 0) ||\n    \
-         variables.several && j.severalFree))\n    .map(j, {})",
+         variables.several && j.severalFree || j.keep != ''))\n    .map(j, {})",
         add("j.at + 'env'", "[]")
     )];
     for var in env_vars() {

@@ -148,6 +148,215 @@ pub fn job_pod(job: &str, containers: Vec<Value>, init: Vec<Value>) -> Value {
     pod
 }
 
+/// A Pod like [`job_pod`]'s but created by itself, named `name` (no owner, no
+/// Job labels): a bare Pod, an operator's or a CI runner's.
+pub fn bare_pod(name: &str, containers: Vec<Value>, init: Vec<Value>) -> Value {
+    let mut pod = job_pod(name, containers, init);
+    let meta = pod["metadata"].as_object_mut().unwrap();
+    for field in [
+        "generateName",
+        "ownerReferences",
+        "finalizers",
+        "annotations",
+    ] {
+        meta.remove(field);
+    }
+    meta.insert("name".into(), json!(name));
+    meta.insert("labels".into(), json!({"tandem.dev/inject": "enabled"}));
+    pod
+}
+
+/// `pod` with one controlling owner, `kind` `name` of `api_version`.
+pub fn owned(mut pod: Value, api_version: &str, kind: &str, name: &str) -> Value {
+    pod["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": "9d0c6b1e-52a4-4b7e-8f0e-3c2d1a6b5e4f",
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]);
+    pod
+}
+
+/// The Pod Airflow's `KubernetesPodOperator` creates for a task: no owner, its
+/// one container named `base`, Airflow's labels, `restartPolicy: Never`, and
+/// here istio-proxy beside it.
+pub fn airflow_pod() -> Value {
+    let base = container(
+        "base",
+        JOB_IMAGE,
+        Some(&["python", "-m", "etl"]),
+        &["--day=2026-11-28"],
+    );
+    let mut pod = bare_pod("etl-load-3f9a2c1b", vec![base, istio_proxy(false)], vec![]);
+    pod["metadata"]["namespace"] = json!("airflow");
+    pod["metadata"]["labels"] = json!({
+        "tandem.dev/inject": "enabled",
+        "dag_id": "etl",
+        "task_id": "load",
+        "run_id": "scheduled__2026-11-28T0000000000-7e2b3c4d5",
+        "kubernetes_pod_operator": "True",
+        "try_number": "1",
+        "airflow_version": "3.1.3",
+        "airflow_kpo_in_cluster": "True",
+        "airflow-worker": "42",
+    });
+    pod
+}
+
+/// A container `restartPolicyRules` rule: `action` on the exit codes `operator`
+/// (`In`, `NotIn`) `values`.
+pub fn rule(action: &str, operator: &str, values: &[i64]) -> Value {
+    json!({"action": action, "exitCodes": {"operator": operator, "values": values}})
+}
+
+/// The job container with its own `restartPolicy` and, when there are any,
+/// `restartPolicyRules` (Kubernetes 1.35+, which wants the policy set beside
+/// rules).
+pub fn restarting(name: &str, policy: &str, rules: Vec<Value>) -> Value {
+    let mut c = job_container(name);
+    c["restartPolicy"] = json!(policy);
+    if !rules.is_empty() {
+        c["restartPolicyRules"] = json!(rules);
+    }
+    c
+}
+
+/// The Pods that run to completion however they came to be, and the restart
+/// policies and rules that run a container again in the same Pod (SPEC §10,
+/// "Restart in place"): (name, Pod, the oldest Kubernetes minor that takes it).
+pub fn restart_cases() -> Vec<(&'static str, Value, u32)> {
+    let istio = || istio_proxy(false);
+    let pod = |policy: &str, containers: Vec<Value>| {
+        let mut pod = job_pod("r", containers, vec![]);
+        pod["spec"]["restartPolicy"] = json!(policy);
+        pod
+    };
+    let alone = |c: Value| pod("Never", vec![c, istio()]);
+    let mut bare_on_failure = bare_pod(
+        "bare-on-failure",
+        vec![job_container("job"), istio()],
+        vec![],
+    );
+    bare_on_failure["spec"]["restartPolicy"] = json!("OnFailure");
+    let mut sets_keep = job_container("job");
+    sets_keep["env"] = json!([{"name": "TANDEM_KEEP_ON_EXIT", "value": "5"}]);
+    let mut sets_failure = job_container("job");
+    sets_failure["env"] = json!([{"name": "NEVER_KILL_ISTIO_ON_FAILURE", "value": "true"}]);
+    let several = vec![
+        rule("Restart", "In", &[0]),
+        rule("Restart", "NotIn", &[0, 1, 2]),
+        rule("Restart", "NotIn", &[9, 2, 1]),
+    ];
+    let spark = owned(
+        bare_pod(
+            "pi-driver",
+            vec![job_container("spark-kubernetes-driver"), istio()],
+            vec![],
+        ),
+        "sparkoperator.k8s.io/v1beta2",
+        "SparkApplication",
+        "pi",
+    );
+    vec![
+        (
+            "bare-never",
+            bare_pod("bare-never", vec![job_container("job"), istio()], vec![]),
+            29,
+        ),
+        ("bare-on-failure", bare_on_failure, 29),
+        ("spark-driver", spark, 29),
+        ("airflow-kpo", airflow_pod(), 29),
+        (
+            "on-failure",
+            pod("OnFailure", vec![job_container("job"), istio()]),
+            29,
+        ),
+        (
+            "on-failure-sets-keep",
+            pod("OnFailure", vec![sets_keep, istio()]),
+            29,
+        ),
+        (
+            "on-failure-sets-keep-on-failure",
+            pod("OnFailure", vec![sets_failure, istio()]),
+            29,
+        ),
+        (
+            "container-on-failure",
+            alone(restarting("job", "OnFailure", vec![])),
+            35,
+        ),
+        (
+            "container-always",
+            alone(restarting("job", "Always", vec![])),
+            35,
+        ),
+        (
+            "container-never-in-on-failure-pod",
+            pod(
+                "OnFailure",
+                vec![restarting("job", "Never", vec![]), istio()],
+            ),
+            35,
+        ),
+        (
+            "rule-in",
+            alone(restarting(
+                "job",
+                "Never",
+                vec![rule("Restart", "In", &[43, 7, 42])],
+            )),
+            35,
+        ),
+        (
+            "rule-not-in",
+            alone(restarting(
+                "job",
+                "Never",
+                vec![rule("Restart", "NotIn", &[0])],
+            )),
+            35,
+        ),
+        (
+            "rule-restart-all",
+            alone(restarting(
+                "job",
+                "Never",
+                vec![rule("RestartAllContainers", "In", &[3])],
+            )),
+            36,
+        ),
+        (
+            "rules-several",
+            alone(restarting("job", "Never", several)),
+            35,
+        ),
+        (
+            "rule-over-on-failure",
+            alone(restarting(
+                "job",
+                "OnFailure",
+                vec![rule("Restart", "In", &[0])],
+            )),
+            35,
+        ),
+        (
+            "two-jobs-one-restarts",
+            pod(
+                "Never",
+                vec![
+                    restarting("a", "Never", vec![rule("Restart", "In", &[3])]),
+                    job_container("b"),
+                    istio(),
+                ],
+            ),
+            35,
+        ),
+    ]
+}
+
 /// The `AdmissionReview` the API server sends for creating `pod`.
 pub fn review(uid: &str, pod: &Value) -> Value {
     let gvk = json!({"group": "", "version": "v1", "kind": "Pod"});
