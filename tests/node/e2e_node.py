@@ -43,7 +43,12 @@ def say(message):
     print(f"e2e-node: {message}", file=sys.stderr, flush=True)
 
 
-def build_and_import(node, work, tandem, fake, envoy):
+def static_busybox():
+    """The static busybox the images are built on, or None."""
+    return next((p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists()), None)
+
+
+def build_and_import(node, work, tandem, fake, envoy, busybox):
     """pods.py's images (podman build, FROM scratch), a pause image for the
     sandboxes, saved to one archive and imported into this node's containerd."""
     conf = work / "containers.conf"
@@ -52,7 +57,6 @@ def build_and_import(node, work, tandem, fake, envoy):
     podman = pods.Podman(conf, f"node{os.getpid()}")
     images = work / "images"
     images.mkdir()
-    busybox = next(p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists())
     pods.build_images(podman, images, tandem, fake, envoy, busybox)
     root = images / "pause"
     root.mkdir()
@@ -110,6 +114,11 @@ def main(argv):
         if not os.access(path, os.X_OK):
             say(f"{path}: not an executable (make e2e-node builds it first)")
             return 64
+    busybox = static_busybox()
+    if not busybox:
+        say("no busybox at /bin/busybox or /usr/bin/busybox: the images need a static one "
+            "(Debian: apt-get install busybox-static)")
+        return 64
     if os.geteuid() != 0:
         say("a kubelet needs root")
         return 64
@@ -133,7 +142,7 @@ def main(argv):
     results = []
     try:
         t0 = time.monotonic()
-        podman, archive = build_and_import(node, work, tandem, fake, envoy)
+        podman, archive = build_and_import(node, work, tandem, fake, envoy, busybox)
         say(f"images built in {time.monotonic() - t0:.0f}s")
         node.start_containerd(podman.image("pause"))
         node.ctr("images", "import", str(archive))
