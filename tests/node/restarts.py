@@ -61,6 +61,13 @@ def restarts_of(pod):
             for s in status.get("initContainerStatuses", []) + status.get("containerStatuses", [])}
 
 
+def last_run(pod, container):
+    """(exit code, termination message) of CONTAINER's run before its last."""
+    status = next(s for s in pod["status"].get("containerStatuses", []) if s["name"] == container)
+    ended = (status.get("lastState") or {}).get("terminated") or {}
+    return ended.get("exitCode"), ended.get("message", "")
+
+
 class Restarts:
     """Issue 43's scenarios, methods of scenarios.Run."""
 
@@ -109,11 +116,11 @@ class Restarts:
 
     def restarted_in_place(self, name, keep, whole_pod):
         """Runs the fail-once Job NAME (created already) to completion and checks:
-        one Pod, Succeeded; the job container got TANDEM_KEEP_ON_EXIT=KEEP and
-        succeeded on a later run in it (only a run that finds the first run's mark
-        succeeds); the sidecar's current run got exactly one quit, after that
-        success. Unless WHOLE_POD (RestartAllContainers starts every container
-        again), the sidecar ran through both runs and the first run quit nothing."""
+        one Pod, Succeeded; the job container got TANDEM_KEEP_ON_EXIT=KEEP, its
+        first run exited 3 and quit nothing, a later run in the Pod succeeded (only
+        a run that finds the first run's mark does); the sidecar's current run got
+        exactly one quit, after that success. Unless WHOLE_POD (RestartAllContainers
+        starts every container again), the sidecar ran through both runs."""
         self.job_complete(name)
         found = pods_of(self.api, name)
         if len(found) != 1:
@@ -131,14 +138,16 @@ class Restarts:
         now = log(self.api, pname, "job", timestamps=True)
         if SUCCESS not in now or ISTIO_QUIT not in now:
             raise k8s.Failed(f"{name}: the job's last run did not succeed and quit: {now[-800:]!r}")
-        first = "its log gone with the container (RestartAllContainers)"
-        if not whole_pod:
-            before = log(self.api, pname, "job", previous=True)
-            if FIRST_RUN not in before or "quit POST" in before or counts["istio-proxy"]:
-                raise k8s.Failed(f"{name}: restarts {counts}; the job's first run: "
-                                 f"{before[-800:]!r}")
-            first = next((line.split("tandem: ", 1)[-1] for line in before.splitlines()
-                          if "keep" in line.lower()), "no line on keeping")
+        # The first run's container and log are gone once the Pod has completed (the
+        # kubelet keeps one dead container each); its status stays, and the message
+        # of its exit 3 is its log's tail (FallbackToLogsOnError).
+        code, message = last_run(pod, "job")
+        if code != 3 or FIRST_RUN not in message or "quit POST" in message:
+            raise k8s.Failed(f"{name}: the job's first run ended {code}: {message[-800:]!r}")
+        if not whole_pod and counts["istio-proxy"]:
+            raise k8s.Failed(f"{name}: istio-proxy ran again ({counts}): it was not kept")
+        first = next((line.split("tandem: ", 1)[-1] for line in message.splitlines()
+                      if "keep" in line), "no line on keeping")
         quits = self.sidecar_quits(pname)
         success = max(t for t, line in stamped(now) if line == SUCCESS)
         if quits[0] < success:
@@ -146,7 +155,7 @@ class Restarts:
                              f"at {success}")
         return (f"1 Pod, Succeeded; TANDEM_KEEP_ON_EXIT={got}; restarts {counts}; first run: "
                 f"{first!r}; then {SUCCESS!r}; istio-proxy quit once, "
-                f"{(quits[0] - success).total_seconds():.2f}s after the success")
+                f"{(quits[0] - success).total_seconds() * 1000:.0f} ms after the success")
 
     def sidecar_quits(self, pname):
         """The times of the quits istio-proxy's current run logged: exactly one, and
