@@ -116,11 +116,11 @@ class Restarts:
 
     def restarted_in_place(self, name, keep, whole_pod):
         """Runs the fail-once Job NAME (created already) to completion and checks:
-        one Pod, Succeeded; the job container got TANDEM_KEEP_ON_EXIT=KEEP, its
-        first run exited 3 and quit nothing, a later run in the Pod succeeded (only
-        a run that finds the first run's mark does); the sidecar's current run got
-        exactly one quit, after that success. Unless WHOLE_POD (RestartAllContainers
-        starts every container again), the sidecar ran through both runs."""
+        one Pod, Succeeded; the job container got TANDEM_KEEP_ON_EXIT=KEEP; a later
+        run in the Pod succeeded (only a run that finds the first run's mark does);
+        the sidecar's current run got exactly one quit, after that success. The first
+        run exited 3 and quit nothing, the sidecar ran through both runs; or, WHOLE_POD
+        (RestartAllContainers), the kubelet started every container again."""
         self.job_complete(name)
         found = pods_of(self.api, name)
         if len(found) != 1:
@@ -142,12 +142,19 @@ class Restarts:
         # kubelet keeps one dead container each); its status stays, and the message
         # of its exit 3 is its log's tail (FallbackToLogsOnError).
         code, message = last_run(pod, "job")
-        if code != 3 or FIRST_RUN not in message or "quit POST" in message:
-            raise k8s.Failed(f"{name}: the job's first run ended {code}: {message[-800:]!r}")
-        if not whole_pod and counts["istio-proxy"]:
-            raise k8s.Failed(f"{name}: istio-proxy ran again ({counts}): it was not kept")
-        first = next((line.split("tandem: ", 1)[-1] for line in message.splitlines()
-                      if "keep" in line), "no line on keeping")
+        if whole_pod:
+            # The kubelet writes over that status when it removes every container.
+            if "RestartAllContainers" not in message or min(counts.values()) < 1:
+                raise k8s.Failed(f"{name}: not every container ran again ({counts}); the "
+                                 f"job's last state: {code} {message!r}")
+            first = f"the job's last state {code} {message.strip()!r}"
+        else:
+            if code != 3 or FIRST_RUN not in message or "quit POST" in message:
+                raise k8s.Failed(f"{name}: the job's first run ended {code}: {message[-800:]!r}")
+            if counts["istio-proxy"]:
+                raise k8s.Failed(f"{name}: istio-proxy ran again ({counts}): it was not kept")
+            first = next((line.split("tandem: ", 1)[-1] for line in message.splitlines()
+                          if "keep" in line), "no line on keeping")
         quits = self.sidecar_quits(pname)
         success = max(t for t, line in stamped(now) if line == SUCCESS)
         if quits[0] < success:
