@@ -243,9 +243,13 @@ def clean(pod):
 
 
 def unreported(pod):
-    """The Pod without the webhook's annotation."""
+    """The Pod without the webhook's annotation (and without an annotations map
+    that held only it: a bare Pod has none until the webhook writes its own)."""
     pod = copy.deepcopy(pod)
-    pod["metadata"].get("annotations", {}).pop(REPORT, None)
+    annotations = pod["metadata"].get("annotations", {})
+    annotations.pop(REPORT, None)
+    if not annotations:
+        pod["metadata"].pop("annotations", None)
     return pod
 
 
