@@ -75,6 +75,14 @@ impl Pod {
         }
     }
 
+    /// The kubelet's next run of job container `me` (its gate closed again), started.
+    fn rerun(&self, me: &str, all: &str, code: i32, env: &[(&str, &str)]) -> Job {
+        fs::remove_file(self.gates.join(format!("{me}.go"))).unwrap();
+        let job = self.job(me, all, code, env);
+        wait_started(&[&job]);
+        job
+    }
+
     /// Job containers `a` and `b` of the list `a,b`, each with `env`, both started.
     fn pair(&self, a: &str, b: &str, env: &[(&str, &str)]) -> (Job, Job) {
         let all = format!("{a},{b}");
@@ -210,21 +218,24 @@ fn of_twenty_finishing_at_once_exactly_one_sends_the_quits() {
     assert_eq!(senders, 1, "{dump}");
 }
 
+/// Waits for `main`, which exits 0 after counting `upload`, killed outright, as
+/// finished and sending the one quit.
+fn assert_counted_upload_finished(pod: &Pod, main: Job) {
+    let out = main.wait();
+    let dump = pod.dump(&[&out]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    let line = "upload ended without recording that it finished";
+    assert!(out.stderr.contains(line), "{dump}");
+    assert_eq!(pod.quits(), 1, "{dump}");
+}
+
 #[test]
 fn a_sibling_killed_while_running_counts_as_finished() {
     let pod = Pod::new("killed-first");
     let (main, upload) = pod.pair("main", "upload", &[]);
     upload.kill_outright();
     main.release();
-    let out = main.wait();
-    let dump = pod.dump(&[&out]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert!(
-        out.stderr
-            .contains("upload ended without recording that it finished"),
-        "{dump}"
-    );
-    assert_eq!(pod.quits(), 1, "{dump}");
+    assert_counted_upload_finished(&pod, main);
 }
 
 #[test]
@@ -241,9 +252,7 @@ fn a_sibling_killed_outright_that_keeps_137_is_waited_for_until_its_next_run() {
     assert_eq!(pod.quits(), 0, "upload runs again");
     assert!(main.tandem.is_running(), "main waits for upload's next run");
 
-    fs::remove_file(pod.gates.join("upload.go")).unwrap();
-    let again = pod.job("upload", "main,upload", 0, &keep);
-    wait_started(&[&again]);
+    let again = pod.rerun("upload", "main,upload", 0, &keep);
     assert_eq!(pod.quits(), 0, "upload runs now");
     again.release();
     let (again, main) = (again.wait(), main.wait());
@@ -265,15 +274,7 @@ fn a_sibling_killed_after_this_one_finished_still_gets_the_quits_sent() {
     assert_eq!(pod.quits(), 0);
 
     upload.kill_outright();
-    let out = main.wait();
-    let dump = pod.dump(&[&out]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert!(
-        out.stderr
-            .contains("upload ended without recording that it finished"),
-        "{dump}"
-    );
-    assert_eq!(pod.quits(), 1, "{dump}");
+    assert_counted_upload_finished(&pod, main);
 }
 
 #[test]
@@ -350,9 +351,7 @@ fn a_container_run_again_after_a_kept_failure_sends_the_quits_when_it_succeeds()
         "steady waits for flaky's next run"
     );
 
-    fs::remove_file(pod.gates.join("flaky.go")).unwrap();
-    let again = pod.job("flaky", "flaky,steady", 0, &keep);
-    wait_started(&[&again]);
+    let again = pod.rerun("flaky", "flaky,steady", 0, &keep);
     again.release();
     let (again, steady) = (again.wait(), steady.wait());
     let dump = pod.dump(&[&again, &steady]);
@@ -384,9 +383,7 @@ fn a_kept_container_exits_at_once_and_its_sibling_keeps_the_mesh_for_its_next_ru
     );
 
     for (code, quits) in [(42, 0), (0, 1)] {
-        fs::remove_file(pod.gates.join("retry.go")).unwrap();
-        let next = pod.job("retry", all, code, &keep);
-        wait_started(&[&next]);
+        let next = pod.rerun("retry", all, code, &keep);
         next.release();
         let next = next.wait();
         let dump = pod.dump(&[&next]);

@@ -14,27 +14,35 @@ fn kept_line(status: u8, set: &str) -> String {
     )
 }
 
+/// Runs an app that exits `code` with `env` and `args`; asserts tandem exits with
+/// it, each sidecar got `quits` quit requests (0 or 1), and tandem said it keeps
+/// them, with `line` when given, exactly when it sent none.
+fn assert_quits(code: i32, env: Env, args: &[&str], quits: usize, line: Option<&str>) {
+    let run = run_with_policy(code, env, args);
+    let case = format!("exit {code} {env:?} {args:?}\n{}", run.dump);
+    assert_eq!(run.out.code, Some(code), "{case}");
+    let sent = (run.admin_quits(), run.generic_quits());
+    assert_eq!(sent, (quits, quits), "{case}");
+    let said = run
+        .out
+        .stderr
+        .contains(line.unwrap_or(": keeping the sidecars"));
+    assert_eq!(said, quits == 0, "{case}");
+}
+
 #[test]
 fn a_status_in_the_set_stops_nothing_and_says_why() {
-    let variants: [(Env, &[&str]); 3] = [
-        (&[("TANDEM_KEEP_ON_EXIT", "3")], &[]),
-        (&[], &["--keep-on-exit", "3"]),
+    let variants: [(Env, &[&str], &str); 3] = [
+        (&[("TANDEM_KEEP_ON_EXIT", "3")], &[], "3"),
+        (&[], &["--keep-on-exit", "3"], "3"),
         (
             &[("TANDEM_KEEP_ON_EXIT", "0")],
-            &["--keep-on-exit", "1-5,42"],
+            &["--keep-on-exit", "5,1-4,42"],
+            "1-5,42",
         ),
     ];
-    for (env, args) in variants {
-        let run = run_with_policy(3, env, args);
-        let case = format!("{env:?} {args:?}\n{}", run.dump);
-        assert_eq!(run.out.code, Some(3), "{case}");
-        assert_eq!(run.admin_quits(), 0, "{case}");
-        assert_eq!(run.generic_quits(), 0, "{case}");
-        assert!(
-            run.out.stderr.contains("on exit 3 (--keep-on-exit "),
-            "{case}"
-        );
-        assert!(run.out.stderr.contains(": keeping the sidecars"), "{case}");
+    for (env, args, set) in variants {
+        assert_quits(3, env, args, 0, Some(&kept_line(3, set)));
     }
 }
 
@@ -44,16 +52,8 @@ fn a_status_outside_the_set_stops_the_sidecars_as_before() {
         return;
     }
     for code in [0, 4, 255] {
-        for env in [
-            &[("TANDEM_KEEP_ON_EXIT", "3,42-43")][..],
-            &[("TANDEM_KEEP_ON_EXIT", "")],
-        ] {
-            let run = run_with_policy(code, env, &[]);
-            let case = format!("exit {code} {env:?}\n{}", run.dump);
-            assert_eq!(run.out.code, Some(code), "{case}");
-            assert_eq!(run.admin_quits(), 1, "{case}");
-            assert_eq!(run.generic_quits(), 1, "{case}");
-            assert!(!run.out.stderr.contains("keeping the sidecars"), "{case}");
+        for set in ["3,42-43", ""] {
+            assert_quits(code, &[("TANDEM_KEEP_ON_EXIT", set)], &[], 1, None);
         }
     }
 }
@@ -64,20 +64,12 @@ fn never_kill_istio_on_failure_is_the_set_1_to_255() {
         return;
     }
     for (code, quits) in [(0, 1), (1, 0), (255, 0)] {
+        let line = kept_line(code as u8, "1-255");
         for env in [
             &[("NEVER_KILL_ISTIO_ON_FAILURE", "true")][..],
             &[("TANDEM_KEEP_ON_EXIT", "1-255")],
         ] {
-            let run = run_with_policy(code, env, &[]);
-            let case = format!("exit {code} {env:?}\n{}", run.dump);
-            assert_eq!(run.out.code, Some(code), "{case}");
-            assert_eq!(
-                (run.admin_quits(), run.generic_quits()),
-                (quits, quits),
-                "{case}"
-            );
-            let said = run.out.stderr.contains(&kept_line(code as u8, "1-255"));
-            assert_eq!(said, quits == 0, "{case}");
+            assert_quits(code, env, &[], quits, Some(&line));
         }
     }
 }
