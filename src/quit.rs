@@ -57,10 +57,13 @@ pub fn after(
     let status = outcome.status();
     if q.keep_on_exit.contains(status) {
         // A sidecar told to quit is never restarted: the next run would wait for it.
-        log::info!(
-            "the kubelet restarts this container on exit {status} (--keep-on-exit {}): keeping the sidecars",
-            q.keep_on_exit
-        );
+        // Without one, local development stays quiet (SPEC §8).
+        if q.has_sidecars() {
+            log::info!(
+                "the kubelet restarts this container on exit {status} (--keep-on-exit {}): keeping the sidecars",
+                q.keep_on_exit
+            );
+        }
         return match &q.job_containers {
             Some(jobs) => siblings::run_again(jobs, status).err(),
             None => None,

@@ -5,7 +5,7 @@
 //! 128 + N, tandem's own 127 or 69.
 
 use super::{Env, envoy_and_generic, run_with_policy};
-use crate::support::{RUN_TIMEOUT, Script, no_real_pilot_agent, run, temp_dir};
+use crate::support::{RUN_TIMEOUT, Script, no_real_pilot_agent, run, tandem, temp_dir};
 
 /// The info line of a kept status.
 fn kept_line(status: u8, set: &str) -> String {
@@ -140,5 +140,22 @@ fn on_exit_still_runs_on_a_kept_status() {
         "3",
         "the hook ran with the status\n{}",
         run.dump
+    );
+}
+
+#[test]
+fn without_a_sidecar_a_kept_status_says_nothing() {
+    let out = run(
+        tandem()
+            .env("TANDEM_KEEP_ON_EXIT", "3")
+            .args(["sh", "-c", "exit 3"]),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+    assert_eq!(
+        out.stderr,
+        "",
+        "local development stays quiet\n{}",
+        out.dump()
     );
 }
