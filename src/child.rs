@@ -5,7 +5,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, ErrorKind};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -78,28 +78,29 @@ impl Environ {
     /// tandem's environment with `set` in place of the variables it names (a
     /// `None` value removes one).
     pub fn with(set: &[(&str, Option<String>)]) -> Environ {
-        let ours = std::env::vars_os()
-            .filter(|(name, _)| {
-                !set.iter()
-                    .any(|(ours, _)| name.as_bytes() == ours.as_bytes())
-            })
-            .map(|(name, value)| (name.into_vec(), value.into_vec()));
-        let given = set.iter().filter_map(|(name, value)| {
-            Some((name.as_bytes().to_vec(), value.clone()?.into_bytes()))
-        });
-        let strings: Vec<CString> = ours
-            .chain(given)
-            .filter_map(|(mut line, value)| {
-                line.push(b'=');
-                line.extend(value);
-                CString::new(line).ok()
-            })
-            .collect();
-        let pointers = strings
-            .iter()
-            .map(|s| s.as_ptr())
-            .chain([std::ptr::null()])
-            .collect();
+        let mut strings = Vec::new();
+        let mut add = |name: &[u8], value: &[u8]| {
+            let line = [name, b"=", value].concat();
+            // A variable holds no NUL; one that did could not be passed on anyway.
+            if let Ok(line) = CString::new(line) {
+                strings.push(line);
+            }
+        };
+        for (name, value) in std::env::vars_os() {
+            if !set
+                .iter()
+                .any(|(ours, _)| name.as_bytes() == ours.as_bytes())
+            {
+                add(name.as_bytes(), value.as_bytes());
+            }
+        }
+        for (name, value) in set {
+            if let Some(value) = value {
+                add(name.as_bytes(), value.as_bytes());
+            }
+        }
+        let mut pointers: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        pointers.push(std::ptr::null());
         Environ {
             _strings: strings,
             pointers,

@@ -1,6 +1,7 @@
-//! Stopping the sidecars (SPEC §5): decide what to stop, POST every generic
-//! endpoint concurrently, then stop Istio/Envoy through the first applicable
-//! route, all within one deadline.
+//! Stopping the sidecars (SPEC §5): nothing after a status the kubelet runs the
+//! container again on (restart in place); else decide what to stop, POST every
+//! generic endpoint concurrently, then stop Istio/Envoy through the first
+//! applicable route, all within one deadline.
 //!
 //! This module decides (`plan`) and runs the phase (`send`); `fanout` carries the
 //! generic POSTs, `sidecar` the Istio/Envoy route, `pilot_agent` the SIGINT found
@@ -36,7 +37,7 @@ struct QuitPlan {
     pub generic: Vec<HttpUrl>,
     /// Istio/Envoy, stopped after them.
     pub sidecar: Option<SidecarStop>,
-    /// Why Istio/Envoy or everything is left running, for the log.
+    /// Why Istio/Envoy is left running, for the log.
     pub kept: Option<&'static str>,
 }
 
@@ -44,9 +45,9 @@ struct QuitPlan {
 /// `outcome`, or nothing when its status is one the kubelet runs this container
 /// again on. With several job containers, only once all have finished, and only
 /// by the last (SPEC §9); `channel` brings a terminating signal that ends the
-/// wait for them. Returns the
-/// first quit that failed (no answer, a non-2xx answer of Istio/Envoy, a known
-/// sidecar's "not enabled"), in one line for the termination log (SPEC §7).
+/// wait for them. Returns the first quit that failed (no answer, a non-2xx answer
+/// of Istio/Envoy, a known sidecar's "not enabled"), in one line for the
+/// termination log (SPEC §7).
 /// `stopping`: tandem got SIGTERM first, so the sidecars did too (SPEC §5.3).
 pub fn after(
     q: &QuitConfig,
@@ -57,10 +58,13 @@ pub fn after(
     let status = outcome.status();
     if q.keep_on_exit.contains(status) {
         // A sidecar told to quit is never restarted: the next run would wait for it.
-        log::info!(
-            "the kubelet restarts this container on exit {status} (--keep-on-exit {}): keeping the sidecars",
-            q.keep_on_exit
-        );
+        // Without one, local development stays quiet (SPEC §8).
+        if q.has_sidecars() {
+            log::info!(
+                "the kubelet restarts this container on exit {status} (--keep-on-exit {}): keeping the sidecars",
+                q.keep_on_exit
+            );
+        }
         return match &q.job_containers {
             Some(jobs) => siblings::run_again(jobs, status).err(),
             None => None,

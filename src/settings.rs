@@ -162,7 +162,14 @@ pub struct Config {
 impl Config {
     /// True when any sidecar is waited for or stopped.
     pub fn has_sidecars(&self) -> bool {
-        !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
+        !self.ready.checks.is_empty() || self.quit.has_sidecars()
+    }
+}
+
+impl QuitConfig {
+    /// True when any sidecar is there to stop.
+    pub fn has_sidecars(&self) -> bool {
+        !self.generic.is_empty() || self.envoy_configured
     }
 }
 

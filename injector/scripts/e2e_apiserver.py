@@ -18,7 +18,13 @@ API server answers is the Pod after every admission step, as it would store it.
 It checks:
 
   - each case's Pod from the policy is the Pod from the webhook (every field,
-    annotations included), and a Pod not opted in or not a Job's is untouched;
+    annotations included), and a Pod not opted in or restarted for ever
+    (restartPolicy Always, or none: the default) is untouched, whoever owns it;
+  - Pods of any owner that run to completion are changed (a bare Pod, one a
+    SparkApplication owns, Airflow's KubernetesPodOperator's), and each wrapped
+    container has the TANDEM_KEEP_ON_EXIT its restart policy and rules give
+    (container restartPolicy and restartPolicyRules from 1.35, the
+    RestartAllContainers action from 1.36);
   - the webhook's Pod, created again, comes back unchanged (idempotence);
   - creating an opted-in Job or CronJob with a container that has no command
     answers with the ValidatingAdmissionPolicy's `Warning` header;
@@ -75,12 +81,32 @@ EMULATED = ["1.33", "1.34", "1.35", "1.36"]
 # The webhook's account of what it did (SPEC §10); a policy cannot write one.
 REPORT = "tandem.dev/injection"
 # The cases tandem must leave untouched.
-UNTOUCHED = ["not-opted-in", "opted-out", "not-job-owned", "namespace-opted-out"]
+UNTOUCHED = ["not-opted-in", "opted-out", "namespace-opted-out", "always",
+             "always-bare", "restart-policy-unset"]
+# What each wrapped container of these cases gets as TANDEM_KEEP_ON_EXIT (None:
+# nothing), through either route (SPEC §10, "Restart in place").
+KEEP = {
+    "plain": {"job": None},
+    "bare-never": {"job": None},
+    "bare-on-failure": {"job": "1-255"},
+    "owner-not-a-job": {"job": None},
+    "on-failure": {"job": "1-255"},
+    "airflow-kpo": {"base": None},
+    "container-on-failure": {"job": "1-255"},
+    "container-always": {"job": "0-255"},
+    "container-never-in-on-failure-pod": {"job": None},
+    "rule-in": {"job": "7,42-43"},
+    "rule-not-in": {"job": "1-255"},
+    "rules-several": {"job": "0,3-255"},
+    "rule-restart-all": {"job": "3"},
+}
 
 
-def cases(original):
+def cases(original, minor=36):
     """(name, namespace, Pod) of every case: the HTTPS tests' Pods (ORIGINAL/),
-    then the unit tests' other shapes (injector/src/inject/tests.rs, unchanged_tests.rs) made from them."""
+    then the unit tests' other shapes (injector/src/inject/tests.rs,
+    unchanged_tests.rs, restart_tests.rs) made from them; those with fields an
+    API server emulating 1.`minor` does not take are left out."""
     pods = {p.stem: json.loads(p.read_text()) for p in sorted(Path(original).glob("*.json"))}
     if not {"plain", "istio-classic", "no-command"} <= pods.keys():
         raise k8s.Failed(f"{original}: no plain, istio-classic or no-command.json "
@@ -134,13 +160,77 @@ def cases(original):
     del meta["labels"][LABEL]
     meta, _ = variant("opted-out", "plain")
     meta["labels"][LABEL] = "disabled"
-    meta, _ = variant("not-job-owned", "plain")
-    del meta["ownerReferences"]
+    restart_cases(variant, minor)
     meta, _ = variant("namespace-mode", "istio-classic", NS_LABELLED)
     del meta["labels"][LABEL]
     meta, _ = variant("namespace-opted-out", "plain", NS_LABELLED)
     meta["labels"][LABEL] = "disabled"
     return out
+
+
+def bare(meta, name):
+    """A Job's Pod's metadata made a bare Pod's: named, no owner, no Job labels."""
+    for key in ["generateName", "ownerReferences", "finalizers"]:
+        meta.pop(key, None)
+    meta["annotations"] = {}
+    meta["generateName"] = f"{name}-"
+    meta["labels"] = {LABEL: "enabled"}
+
+
+def restart_cases(variant, minor):
+    """Pods of any owner that run to completion, Pods restarted for ever, and
+    containers that run again in place (injector/tests/support/pods.rs,
+    restart_cases): each a variant of istio-classic."""
+    def rule(action, operator, values):
+        return {"action": action, "exitCodes": {"operator": operator, "values": values}}
+
+    meta, _ = variant("bare-never", "istio-classic")
+    bare(meta, "bare-never")
+    meta, spec = variant("bare-on-failure", "istio-classic")
+    bare(meta, "bare-on-failure")
+    spec["restartPolicy"] = "OnFailure"
+    meta, _ = variant("owner-not-a-job", "istio-classic")
+    meta["ownerReferences"][0].update(apiVersion="sparkoperator.k8s.io/v1beta2",
+                                      kind="SparkApplication", name="pi")
+    _, spec = variant("on-failure", "istio-classic")
+    spec["restartPolicy"] = "OnFailure"
+    meta, spec = variant("airflow-kpo", "istio-classic")
+    bare(meta, "etl-load")
+    meta["labels"].update({"dag_id": "etl", "task_id": "load", "kubernetes_pod_operator": "True",
+                           "try_number": "1", "airflow_kpo_in_cluster": "True",
+                           "airflow-worker": "42", "run_id": "scheduled__2026-11-28T0000000000"})
+    spec["containers"][0].update(name="base", command=["python", "-m", "etl"])
+    _, spec = variant("always", "istio-classic")
+    spec["restartPolicy"] = "Always"
+    meta, spec = variant("always-bare", "istio-classic")
+    bare(meta, "always-bare")
+    spec["restartPolicy"] = "Always"
+    _, spec = variant("restart-policy-unset", "istio-classic")
+    del spec["restartPolicy"]
+    if minor < 35:
+        return
+    # A container's own restartPolicy and its rules: Kubernetes 1.35+ (KEP-5307),
+    # which wants the policy set beside rules.
+    shapes = [
+        ("container-on-failure", "Never", "OnFailure", []),
+        ("container-always", "Never", "Always", []),
+        ("container-never-in-on-failure-pod", "OnFailure", "Never", []),
+        ("rule-in", "Never", "Never", [rule("Restart", "In", [43, 7, 42])]),
+        ("rule-not-in", "Never", "Never", [rule("Restart", "NotIn", [0])]),
+        ("rules-several", "Never", "Never", [rule("Restart", "In", [0]),
+                                             rule("Restart", "NotIn", [0, 1, 2]),
+                                             rule("Restart", "NotIn", [9, 2, 1])]),
+    ]
+    if minor >= 36:
+        # RestartAllContainers: 1.36 (KEP-5532).
+        shapes.append(("rule-restart-all", "Never", "Never",
+                       [rule("RestartAllContainers", "In", [3])]))
+    for name, pod_policy, own, rules in shapes:
+        _, spec = variant(name, "istio-classic")
+        spec["restartPolicy"] = pod_policy
+        spec["containers"][0]["restartPolicy"] = own
+        if rules:
+            spec["containers"][0]["restartPolicyRules"] = rules
 
 
 def clean(pod):
@@ -153,9 +243,13 @@ def clean(pod):
 
 
 def unreported(pod):
-    """The Pod without the webhook's annotation."""
+    """The Pod without the webhook's annotation (and without an annotations map
+    that held only it: a bare Pod has none until the webhook writes its own)."""
     pod = copy.deepcopy(pod)
-    pod["metadata"].get("annotations", {}).pop(REPORT, None)
+    annotations = pod["metadata"].get("annotations", {})
+    annotations.pop(REPORT, None)
+    if not annotations:
+        pod["metadata"].pop("annotations", None)
     return pod
 
 
@@ -214,9 +308,9 @@ def policy(api, injector, mode):
 class Run:
     """The passes' stored Pods, and every mismatch found."""
 
-    def __init__(self, api, injector, original, workdir):
+    def __init__(self, api, injector, original, workdir, minor=36):
         self.api, self.injector, self.workdir = api, injector, Path(workdir)
-        self.cases = cases(original)
+        self.cases = cases(original, minor)
         self.plain = next(p for n, _, p in self.cases if n == "plain")
         self.stored = {}
         self.problems = []
@@ -251,6 +345,25 @@ class Run:
                 self.problem(f"{name}: {case}: no {REPORT} annotation")
             if name == "webhook-emptydir" and line is not None:
                 print(f"  {case}: {REPORT}: {line}")
+
+    def kept(self, name):
+        """Each wrapped container of KEEP's cases has the statuses it should."""
+        names = {n for n, _, _ in self.cases}
+        checked = 0
+        for case, want in KEEP.items():
+            if case not in names:
+                continue
+            for c in self.stored[name][case]["spec"]["containers"]:
+                if c["name"] not in want:
+                    continue
+                env = {e["name"]: e.get("value") for e in c.get("env", [])}
+                got = env.get("TANDEM_KEEP_ON_EXIT")
+                wrapped = (c.get("command") or [""])[0] == "/tandem/tandem"
+                if got != want[c["name"]] or not wrapped:
+                    self.problem(f"{name}: {case}: {c['name']}: TANDEM_KEEP_ON_EXIT {got!r}, "
+                                 f"expected {want[c['name']]!r}{'' if wrapped else ', not wrapped'}")
+                checked += 1
+        print(f"  {name}: TANDEM_KEEP_ON_EXIT of {checked} containers checked")
 
     def same(self, left, right):
         """Every case's Pod from `left` equals the one from `right`, but for
@@ -473,7 +586,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
         # No controller manager: the ServiceAccount plugin needs the account.
         k8s.create(api, {"apiVersion": "v1", "kind": "ServiceAccount",
                          "metadata": {"name": "default"}}, ns)
-    r = Run(api, injector, original, workdir)
+    r = Run(api, injector, original, workdir, int(emulated.split(".")[1]))
     print(f"{len(r.cases)} cases: {', '.join(n for n, _, _ in r.cases)}")
     r.pass_("baseline")
     print(f"  emulating {version.get('emulationMajor', '?')}.{version.get('emulationMinor', '?')}")
@@ -487,6 +600,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
         if kcm and newest and mode == "emptydir":
             r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
+        r.kept(f"webhook-{mode}")
         r.reported(f"webhook-{mode}")
         if mode == "emptydir":
             r.reinvoked(f"webhook-{mode}")
@@ -511,6 +625,7 @@ def policy_passes(r, api, injector, mode, kcm):
     if kcm and mode == "emptydir":
         r.jobs(f"policy-{mode}")
     r.untouched(f"policy-{mode}")
+    r.kept(f"policy-{mode}")
     if mode == "emptydir":
         r.reinvoked(f"policy-{mode}")
     r.again(f"policy-{mode}")

@@ -207,8 +207,9 @@ def run(api, injector, workdir, kcm):
 
     def entry(pod):
         meta = pod["metadata"]
+        owner = meta["ownerReferences"][0]
         return {"namespace": meta["namespace"], "pod": meta["name"],
-                "job": meta["ownerReferences"][0]["name"]}
+                "job": owner["name"], "owner": f"{owner['kind']}/{owner['name']}"}
     check(report["stuck"] == [dict(entry(stuck), sidecars=["istio-proxy"])],
           "stuck: the Pod whose job container terminated while istio-proxy runs, with its Job "
           "and sidecar, and not the one whose job container runs", json.dumps(report["stuck"]))

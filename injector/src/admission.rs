@@ -29,7 +29,7 @@ pub struct Answer {
     pub warnings: Vec<String>,
     /// Whether it carries a patch.
     pub changed: bool,
-    /// What it did to a Job's Pod, for the metrics.
+    /// What it did to a Pod, for the metrics.
     pub report: Option<Report>,
 }
 

@@ -166,8 +166,8 @@ pub fn challenge(data: &[u8]) {
 
 /// Any bytes as the input of `tandem-injector audit`: a List of Pods read, or
 /// one line saying why not. A List's audit lists each stuck Pod among the
-/// Job's Pods, with a sidecar; the table is free of control characters; the
-/// JSON reads back with the same entries.
+/// Pods audited, with a sidecar; the table is free of control characters; the
+/// JSON reads back with the same entries (`job` and `owner` included).
 pub fn audit_list(data: &[u8]) {
     use crate::audit::{self, list, render};
     let pods = match list::pods(data) {

@@ -38,7 +38,7 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// What happened, for the injector's log.
     pub summary: String,
-    /// What it did to a Job's Pod; `None` for any other object.
+    /// What it did to a Pod in scope; `None` for any other object.
     pub report: Option<Report>,
 }
 
@@ -52,7 +52,7 @@ impl Plan {
 }
 
 /// The plan for one admission `request` (SPEC §10): the Pod is changed only when
-/// it is a Pod CREATE, opted in (per `scope`) and owned by a Job; `install` is
+/// it is a Pod CREATE, opted in (per `scope`), that runs to completion; `install` is
 /// the tandem image and how its binary reaches the job containers.
 pub fn plan(request: &Value, install: &Install, scope: Scope) -> Plan {
     plan_with(request, install, scope, &Images::new())
@@ -66,7 +66,7 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
     }
 }
 
-/// The plan for `pod`, a Job's Pod that `opted` in (named `name` in the log):
+/// The plan for `pod`, a Pod in scope that `opted` in (named `name` in the log):
 /// under audit, the same decisions with nothing but the annotation applied.
 pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images: &Images) -> Plan {
     let (mut patch, mut report) =
@@ -94,7 +94,7 @@ pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
     }
 }
 
-/// [`wanted`] for a Job's Pod already selected.
+/// [`wanted`] for a Pod already selected.
 pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
@@ -117,7 +117,7 @@ pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The change for an opted-in Job's Pod and its report, or the problem that
+/// The change for an opted-in Pod and its report, or the problem that
 /// prevents it.
 fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>, Report), String> {
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;

@@ -6,6 +6,7 @@
 //! job container the policy cannot wrap (a policy cannot warn while mutating).
 
 pub mod cel;
+pub mod keep;
 pub mod patch;
 
 use crate::inject::Scope;
@@ -112,7 +113,7 @@ fn variables() -> Vec<(&'static str, String)> {
             format!("'/spec/initContainers/' +\n  string({init_count}) +\n  '/volumeMounts'"),
         ),
         ("quit", cel::quit()),
-        ("restart", cel::RESTART.into()),
+        ("restart", keep::RESTART.into()),
         ("jobs", cel::jobs()),
         ("wrap", cel::wrap()),
         ("several", "size(variables.wrap) > 1".into()),

@@ -184,7 +184,16 @@ fn stored(job: &str, namespace: &str, job_state: &str, proxy_state: &str) -> Val
 fn the_audit_command_reads_a_list_of_pods_and_exits_65_on_anything_else_64_on_bad_usage() {
     let stuck = stored("nightly", "shop", "completed", "running");
     let running = stored("hourly", "shop", "running", "running");
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": [running, stuck.clone()],
+    // A bare Pod (no owner) stuck the same way, and one restarted for ever.
+    let mut bare = stored("web", "shop", "completed", "running");
+    bare["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    let mut always = stored("api", "shop", "completed", "running");
+    always["spec"]["restartPolicy"] = json!("Always");
+    let list = json!({"apiVersion": "v1", "kind": "List",
+        "items": [running, stuck.clone(), bare, always],
         "metadata": {"resourceVersion": ""}});
     let dir = scratch("audit-command");
     let file = dir.join("pods.json");
@@ -196,12 +205,12 @@ fn the_audit_command_reads_a_list_of_pods_and_exits_65_on_anything_else_64_on_ba
     assert!(out.stderr.is_empty(), "{out:?}");
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
-        table.contains("\nshop       nightly  nightly-x7k2p  istio-proxy\n"),
+        table.contains("\nshop       Job/nightly  nightly-x7k2p  istio-proxy\n"),
         "{table}"
     );
     assert!(
         table.contains(
-            "\nshop       hourly   hourly-x7k2p   wrapped job (command from the spec; added\n"
+            "\nshop       Job/hourly   hourly-x7k2p   wrapped job (command from the spec; added\n"
         ),
         "{table}"
     );
@@ -214,14 +223,22 @@ fn the_audit_command_reads_a_list_of_pods_and_exits_65_on_anything_else_64_on_ba
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         json["stuck"],
-        json!([{"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly", "sidecars": ["istio-proxy"]}])
+        json!([
+            {"namespace": "shop", "pod": "web-x7k2p", "job": null, "owner": null,
+             "sidecars": ["istio-proxy"]},
+            {"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly",
+             "owner": "Job/nightly", "sidecars": ["istio-proxy"]},
+        ])
     );
     let would = "wrapped job (command from the spec; added TANDEM_MESH=istio)";
     assert_eq!(
         json["injection"],
         json!([
-            {"namespace": "shop", "pod": "hourly-x7k2p", "job": "hourly", "would": would},
-            {"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly", "would": would},
+            {"namespace": "shop", "pod": "web-x7k2p", "job": null, "owner": null, "would": would},
+            {"namespace": "shop", "pod": "hourly-x7k2p", "job": "hourly",
+             "owner": "Job/hourly", "would": would},
+            {"namespace": "shop", "pod": "nightly-x7k2p", "job": "nightly",
+             "owner": "Job/nightly", "would": would},
         ])
     );
 

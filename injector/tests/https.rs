@@ -133,7 +133,7 @@ fn a_dry_run_is_answered_the_same_and_logged_as_one() {
 }
 
 #[test]
-fn a_pod_not_opted_in_or_not_a_jobs_is_allowed_unchanged() {
+fn a_pod_not_opted_in_or_restarted_for_ever_is_allowed_unchanged() {
     let dir = scratch("unchanged");
     let pki = Pki::new();
     let injector = Injector::start(&pki, &dir);
@@ -141,6 +141,7 @@ fn a_pod_not_opted_in_or_not_a_jobs_is_allowed_unchanged() {
     let mut deployment = job_pod("web", vec![job_container("web")], vec![]);
     deployment["metadata"]["ownerReferences"][0]["kind"] = json!("ReplicaSet");
     deployment["metadata"]["ownerReferences"][0]["apiVersion"] = json!("apps/v1");
+    deployment["spec"]["restartPolicy"] = json!("Always");
     let mut unlabelled = job_pod("j", vec![job_container("job")], vec![]);
     unlabelled["metadata"]["labels"]
         .as_object_mut()
@@ -155,6 +156,10 @@ fn a_pod_not_opted_in_or_not_a_jobs_is_allowed_unchanged() {
     let answer = client
         .post(injector.addr, "/mutate/namespace", body.as_bytes())
         .json();
+    assert!(answer["response"]["patch"].is_string(), "{answer}");
+    // A labelled Pod that no Job owns but runs to completion is changed.
+    let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
+    let answer = client.review(injector.addr, &review("b", &bare)).json();
     assert!(answer["response"]["patch"].is_string(), "{answer}");
 }
 

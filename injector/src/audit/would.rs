@@ -13,7 +13,7 @@ use crate::inject::{self, Opted};
 use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::registry::ImageConfig;
 
-/// The annotation's words for `pod`, a Job's Pod; a Pod whose own label opts
+/// The annotation's words for `pod`, a Pod that runs to completion; a Pod whose own label opts
 /// it out says so.
 pub fn would(pod: &Value) -> String {
     match pod["metadata"]["labels"][LABEL].as_str() {

@@ -13,7 +13,8 @@ use tandem_common::help::wrap;
 /// `--help` before the options.
 const USAGE: &str = "\
 tandem-injector: a Kubernetes admission webhook that puts tandem into the Pods
-of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).
+labelled tandem.dev/inject=enabled that run to completion (restartPolicy Never
+or OnFailure: a Job's, a bare Pod, ...; README: Automatic injection).
 
 Usage:
   tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [OPTIONS]
@@ -35,8 +36,9 @@ answers what is in flight and exits 0. `policy` prints, as YAML, the
 admission policies that make the same change with no server (Kubernetes
 1.36+); `webhook` prints the webhook's MutatingWebhookConfiguration. `audit`
 reads a List of Pods (kubectl get pods -A -o json | tandem-injector audit -)
-and prints the Jobs' Pods stuck on their sidecars and what injection would do
-to each, with no network call (exit 65 when the input is not such a List).
+and prints the Pods that run to completion stuck on their sidecars and what
+injection would do to each, with no network call (exit 65 when the input is
+not such a List).
 Bad usage exits 64.
 ";
 

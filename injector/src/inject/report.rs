@@ -1,4 +1,4 @@
-//! What one review did to a Job's Pod, container by container, and the one line
+//! What one review did to a Pod, container by container, and the one line
 //! that says it (SPEC §10): the annotation `tandem.dev/injection`, the log line,
 //! the admission warnings and the metrics all read the same `Report`, so they
 //! never disagree. How a command was found (`Found`) and why a container is not
@@ -135,7 +135,7 @@ pub enum Fate {
     Skipped(Skip),
 }
 
-/// What one review did to a Job's Pod.
+/// What one review did to a Pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     /// Each job container by name, in the Pod's order.

@@ -199,36 +199,23 @@ fn only_an_opted_in_pod_that_runs_to_completion_is_changed() {
     // Whoever owns it: a Job, a CronJob's Job, another controller, nobody.
     let mut cron = base.clone();
     cron["metadata"]["ownerReferences"][0]["name"] = json!("nightly-29123456");
-    let p = through(&cron, Scope::Label);
-    assert!(!p.patch.is_empty());
-    assert!(
-        p.summary
-            .starts_with("pod default/j-* (Job nightly-29123456): wrapped"),
-        "{}",
-        p.summary
-    );
     let spark = pods::owned(
         base.clone(),
-        "sparkoperator.k8s.io/v1beta2",
+        "sparkoperator.k8s.io/v1",
         "SparkApplication",
         "pi",
     );
-    let p = through(&spark, Scope::Label);
-    assert!(!p.patch.is_empty());
-    assert!(
-        p.summary
-            .starts_with("pod default/j-* (SparkApplication pi): wrapped"),
-        "{}",
-        p.summary
-    );
     let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
-    let p = through(&bare, Scope::Label);
-    assert!(!p.patch.is_empty());
-    assert!(
-        p.summary.starts_with("pod default/p: wrapped"),
-        "{}",
-        p.summary
-    );
+    for (pod, named) in [
+        (&cron, "pod default/j-* (Job nightly-29123456)"),
+        (&spark, "pod default/j-* (SparkApplication pi)"),
+        (&bare, "pod default/p"),
+    ] {
+        let p = through(pod, Scope::Label);
+        assert!(!p.patch.is_empty(), "{named}");
+        let line = format!("{named}: wrapped job (command from the spec)");
+        assert_eq!(p.summary, line);
+    }
 
     // Whatever its owner, a Pod restarted for ever never completes.
     for (policy, words) in [

@@ -12,6 +12,7 @@
 //! each string the patch repeats (a container's path, `TANDEM_MESH`'s value, the
 //! job containers' names) is built once.
 
+use super::keep::{self, KEEP_VARS};
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::sidecars::{self, Sidecar};
 use tandem_common::vars;
@@ -31,9 +32,6 @@ pub const ENTRYPOINT_SHAPE: &str = r#"^\[\s*"[^"\\]*"(\s*,\s*"[^"\\]*")*\s*\]$"#
 pub const MESH_VARS: [&str; 2] = [vars::MESH, vars::READY_URLS];
 /// §9's variables, set together or not at all.
 pub use tandem_common::vars::SEVERAL;
-/// The variables a container that chose its own restart statuses sets: the
-/// policy writes no `TANDEM_KEEP_ON_EXIT` there.
-pub const KEEP_VARS: [&str; 2] = [vars::KEEP_ON_EXIT, vars::KEEP_ON_FAILURE];
 
 /// A CEL string literal.
 pub fn quote(text: &str) -> String {
@@ -121,7 +119,7 @@ pub fn something_to_do() -> String {
         other_job = is_job("o"),
         other_runs = runs_tandem("o"),
         keep = sets_any("c", &KEEP_VARS),
-        restarts = restarts("c"),
+        restarts = keep::restarts("c"),
     );
     let first = format!(
         "!(has(object.spec.volumes) &&\n    \
@@ -137,19 +135,6 @@ pub fn something_to_do() -> String {
         quote(ENTRYPOINT_ANNOTATION)
     );
     format!("{} ?\n  {again} :\n  {first}", injected())
-}
-
-/// Whether container `c` may run again in place: its own or the Pod's
-/// `restartPolicy` restarts it, or it has restart rules (a rule that selects no
-/// status, which the API server refuses, is the one case taken for more than
-/// it is).
-fn restarts(c: &str) -> String {
-    format!(
-        "((has({c}.restartPolicy) ? {c}.restartPolicy :\n        \
-         has(object.spec.restartPolicy) ? object.spec.restartPolicy : '')\n        \
-         in ['Always', 'OnFailure'] ||\n      \
-         has({c}.restartPolicyRules) && size({c}.restartPolicyRules) > 0)"
-    )
 }
 
 /// `variables.quit`: every job container has a command tandem can wrap; only
@@ -189,7 +174,7 @@ pub fn jobs() -> String {
         ("meshFree", format!("!({})", sets_any("c", &MESH_VARS))),
         ("severalFree", format!("!({})", sets_any("c", &SEVERAL))),
         ("keepFree", format!("!({})", sets_any("c", &KEEP_VARS))),
-        ("keep", keep("c")),
+        ("keep", keep::statuses("c")),
     ];
     let each: Vec<String> = fields
         .iter()
@@ -199,52 +184,6 @@ pub fn jobs() -> String {
         "object.spec.containers.map(c, {},\n  {{{}}})",
         is_job("c"),
         each.join(",\n    ")
-    )
-}
-
-/// `variables.restart`: the Pod's `restartPolicy` (the API server defaults it
-/// to `Always`; the match conditions have turned such a Pod away).
-pub const RESTART: &str = "has(object.spec.restartPolicy) ? object.spec.restartPolicy : 'Always'";
-
-/// `TANDEM_KEEP_ON_EXIT`'s value for container `c`, written canonically as
-/// `ExitCodes` writes it (`inject::keep` is the webhook's): from its own
-/// `restartPolicy` or the Pod's, and with rules, the union of that and what
-/// each rule selects, found by testing each status 0–255 once. The one-item
-/// lists bind a value to a name (`[v].map(name, …)[0]`).
-fn keep(c: &str) -> String {
-    let policy = format!("has({c}.restartPolicy) ? {c}.restartPolicy : variables.restart");
-    let rules = |operator: &str| {
-        format!(
-            "{c}.restartPolicyRules.filter(r, has(r.exitCodes) &&\n          \
-             r.exitCodes.operator == '{operator}')\n          \
-             .map(r, has(r.exitCodes.values) ? r.exitCodes.values : [])"
-        )
-    };
-    let (ins, outs) = (rules("In"), rules("NotIn"));
-    let members = "lists.range(256).filter(x,\n          \
-                   p == 'Always' || p == 'OnFailure' && x > 0 ||\n          \
-                   x in ins || outs.exists(n, !(x in n)))";
-    format!(
-        "[{policy}].map(p,\n      \
-         has({c}.restartPolicyRules) && size({c}.restartPolicyRules) > 0 ?\n      \
-         [{ins}.flatten()].map(ins,\n        \
-         [{outs}].map(outs,\n        \
-         [{members}].map(m,\n        {})[0])[0])[0] :\n      \
-         p == 'Always' ? '0-255' : p == 'OnFailure' ? '1-255' : '')[0]",
-        written("m")
-    )
-}
-
-/// The canonical writing of `m`, a list of statuses in ascending order: each
-/// run of consecutive ones from where it starts (`s`, indices) to where it ends
-/// (`e`), `A-B`, or `A` alone.
-fn written(m: &str) -> String {
-    format!(
-        "[lists.range(size({m})).filter(i, i == 0 ? true : {m}[i - 1] + 1 != {m}[i])].map(s,\n        \
-         [lists.range(size({m})).filter(i,\n          \
-         i == size({m}) - 1 ? true : {m}[i] + 1 != {m}[i + 1])].map(e,\n        \
-         lists.range(size(s)).map(k, s[k] == e[k] ? string({m}[s[k]]) :\n          \
-         string({m}[s[k]]) + '-' + string({m}[e[k]])).join(','))[0])[0]"
     )
 }
 

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::cel::{KEEP_VARS, MESH_VARS, SEVERAL, quote, ready};
+use super::cel::{MESH_VARS, SEVERAL, quote, ready};
+use super::keep::KEEP_VARS;
 use crate::inject::delivery::{self, Install};
 use crate::layout::{SHARED_DIR, TANDEM};
 
