@@ -1,6 +1,6 @@
 """The scenarios of `make e2e-node` for Pods that run to completion whoever owns
 them, and for containers the kubelet runs again in the same Pod (SPEC §10 "run
-to completion" and "Restart in place", issue 43), all through the injector's
+to completion" and "Restart in place"), all through the injector's
 webhook (one also through the printed policy):
 
   7 restart in place  an opted-in OnFailure Job, a Never Job whose container
@@ -69,7 +69,7 @@ def last_run(pod, container):
 
 
 class Restarts:
-    """Issue 43's scenarios, methods of scenarios.Run."""
+    """The restart and any-owner scenarios, methods of scenarios.Run."""
 
     @contextlib.contextmanager
     def injecting(self):
