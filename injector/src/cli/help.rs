@@ -18,7 +18,7 @@ of Jobs labelled tandem.dev/inject=enabled (README: Automatic injection).
 Usage:
   tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [OPTIONS]
   tandem-injector policy --image IMAGE [--install MODE]
-  tandem-injector webhook [--install MODE]
+  tandem-injector webhook [--install MODE] [--failure-policy Fail|Ignore]
   tandem-injector audit [FILE|-] [--output table|json]
   tandem-injector --help | --version
 
