@@ -133,6 +133,19 @@ def wait_failed_create(api, job, bound):
     return None
 
 
+def rejections(api):
+    """The API server's count of creates failed because tandem's webhook could
+    not be called (what docs/injector.md's TandemJobPodsNotCreated reads)."""
+    _, _, text = api.call("GET", "/metrics")
+    total = 0.0
+    for line in str(text).splitlines():
+        if (line.startswith("apiserver_admission_webhook_rejection_count{")
+                and 'error_type="calling_webhook_error"' in line
+                and 'name="pods.injector.tandem.dev"' in line):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 class Report:
     """The PASS and FAIL lines."""
 
@@ -179,6 +192,9 @@ def crash(api, hook, report, pods):
     report.check("crash", message is not None, "the Job's events show FailedCreate")
     if message:
         print(f"  FailedCreate: {message}")
+    rejected = rejections(api)
+    report.check("crash", rejected > 0, f"the API server counted {rejected:.0f} creates failed on "
+                 "the webhook (apiserver_admission_webhook_rejection_count, docs' alert)")
     report.verdict("crash", before)
 
 

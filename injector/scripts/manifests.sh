@@ -14,7 +14,9 @@
 #   - every webhook fails closed, and the Deployment keeps two replicas on two
 #     nodes (a required spread over hostnames) under a PodDisruptionBudget;
 #   - deploy/self-signed.sh makes a certificate that the injector serves and that
-#     verifies for the Service's name against the CA it puts in caBundle;
+#     verifies for the Service's name against the CA it puts in caBundle; that
+#     injector's /metrics shows every metric docs/injector.md names, and its
+#     alert rules parse (doc_alerts.py);
 #   - every Pod the HTTPS tests patched (PATCHED, written by `make injector-test`)
 #     validates strictly, and so does every Pod the unit tests patched through
 #     the image-volume route (PATCHED-image-volume) for Kubernetes 1.35 and 1.36;
@@ -144,10 +146,17 @@ openssl s_client -connect "127.0.0.1:$port" -servername "$name" -verify_hostname
   -CAfile "$out/self-signed/ca.crt" -verify_return_error </dev/null >"$out/s_client.log" 2>&1 \
   || fail "self-signed.sh: the served certificate does not verify for $name: $(tail -5 "$out/s_client.log")"
 grep -q 'Verify return code: 0 (ok)' "$out/s_client.log" || fail "self-signed.sh: no successful verification"
+# docs/injector.md's alert rules and metric names, against what this injector shows.
+"$py" scripts/doc_alerts.py ../docs/injector.md "127.0.0.1:$port" "$out/self-signed/ca.crt" "$name" \
+  || fail "docs/injector.md: its alert rules or metric names (above)"
+sed 's/tandem_injector_certificate_expires_in_seconds) </tandem_injector_certificate_expiry) </' ../docs/injector.md >"$out/selftest/injector.md"
+if "$py" scripts/doc_alerts.py "$out/selftest/injector.md" "127.0.0.1:$port" "$out/self-signed/ca.crt" "$name" 2>/dev/null; then
+  fail "self-test: doc_alerts.py passed an alert rule on a metric the injector does not show"
+fi
 kill "$pid"
 wait "$pid" || true
 trap - EXIT
-echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name"
+echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name; docs/injector.md's alert rules read metrics that exist"
 
 mkdir -p "$out/patched"
 name_pods "$patched" "$out/patched"
