@@ -42,6 +42,7 @@ from pathlib import Path
 import yaml
 
 sys.dont_write_bytecode = True
+sys.stdout.reconfigure(line_buffering=True)  # each figure as it comes, through make into a file
 sys.path.insert(0, str(Path(__file__).parent))
 import cluster as k8s  # noqa: E402
 
@@ -77,27 +78,31 @@ def create_job(api, name, pods):
 
 class Watch:
     """Every Pod of Job `job` as the API server stores it, from a watch opened
-    before the Job exists: (when seen, monotonic; name; injected)."""
+    before the Job exists: (when seen, monotonic; name; injected). The API
+    server ends the watch after `bound` s; its reader thread ends with it
+    (closing the response under a blocked read would wait for that anyway)."""
 
-    def __init__(self, api, job):
+    def __init__(self, api, job, bound=240):
         self.seen = []
         self.lock = threading.Lock()
-        query = urllib.parse.urlencode({"watch": "1", "timeoutSeconds": "600",
+        query = urllib.parse.urlencode({"watch": "1", "timeoutSeconds": str(bound),
                                         "labelSelector": f"job-name={job}"})
         req = urllib.request.Request(f"{api.url}/api/v1/namespaces/{NS}/pods?{query}")
         req.add_header("Authorization", f"Bearer {api.token}")
         # The API server sends the headers once the watch is in place.
-        self.resp = urllib.request.urlopen(req, context=api.ssl, timeout=600)
-        threading.Thread(target=self._read, daemon=True).start()
+        resp = urllib.request.urlopen(req, context=api.ssl, timeout=bound + 30)
+        threading.Thread(target=self._read, args=(resp,), daemon=True).start()
 
-    def _read(self):
+    def _read(self, resp):
         try:
-            for line in self.resp:
-                event = json.loads(line)
-                if event.get("type") == "ADDED":
-                    pod = event["object"]
-                    with self.lock:
-                        self.seen.append((time.monotonic(), pod["metadata"]["name"], injected(pod)))
+            with resp:
+                for line in resp:
+                    event = json.loads(line)
+                    if event.get("type") == "ADDED":
+                        pod = event["object"]
+                        with self.lock:
+                            self.seen.append((time.monotonic(), pod["metadata"]["name"],
+                                              injected(pod)))
         except (OSError, ValueError):
             pass
 
@@ -110,9 +115,6 @@ class Watch:
         while time.monotonic() < until and len(self.pods()) < count:
             time.sleep(0.05)
         return self.pods()
-
-    def close(self):
-        self.resp.close()
 
 
 def failed_creates(api, job):
@@ -178,7 +180,6 @@ def crash(api, hook, report, pods):
     hook.start_again()
     restarted = time.monotonic()
     seen = watch.wait(pods, restarted + 60)
-    watch.close()
     last = max((t for t, _, _ in seen), default=restarted)
     print(f"  killed {killed - created:.2f} s after the Job's create, {stored_before_kill} Pods "
           f"stored by then, {stored_while_down} while it was down; listening again "
@@ -211,7 +212,6 @@ def hung(api, hook, report):
     hook.proc.send_signal(signal.SIGCONT)
     resumed = time.monotonic()
     seen = watch.wait(1, resumed + 60)
-    watch.close()
     report.check("hung", message is not None,
                  f"FailedCreate {failed_at - created:.1f} s after the Job's create, while stopped")
     if message:
@@ -267,7 +267,6 @@ def bursts(api, injector, hook, report, pods, rounds):
             watch = Watch(api, job)
             created = create_job(api, job, pods)
             seen = watch.wait(pods, created + 120)
-            watch.close()
             last = max((t for t, _, _ in seen), default=created)
             took[name].append(last - created)
             wrong = sum(1 for _, _, ok in seen if ok != injects)
