@@ -102,13 +102,12 @@ fn respond(
         shared.draining(),
         peer,
     );
-    if is_review(request) && first_byte.elapsed() > waited_for(request) {
+    let (took, waited) = (first_byte.elapsed(), waited_for(request));
+    if is_review(request) && took > waited {
         metrics::count(Counter::ReviewAnsweredLate);
         say!(
-            "warning: {peer}: a review answered {:.1?} after its first byte, later than \
-             its client waits ({:?})",
-            first_byte.elapsed(),
-            waited_for(request)
+            "warning: {peer}: a review answered {took:.1?} after its first byte, later than \
+             its client waits ({waited:?})"
         );
     }
     if let Err(e) = http::write_response(tls, status, kind, &body, keep) {
