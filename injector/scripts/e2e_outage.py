@@ -205,6 +205,8 @@ def hung(api, hook, report):
     before = len(report.failed)
     watch = Watch(api, "hung")
     hook.proc.send_signal(signal.SIGSTOP)
+    if not stopped(hook.proc.pid):
+        raise k8s.Failed(f"the injector (pid {hook.proc.pid}) did not stop on SIGSTOP")
     created = create_job(api, "hung", 1)
     message = wait_failed_create(api, "hung", 30)
     failed_at = time.monotonic()
@@ -225,6 +227,17 @@ def hung(api, hook, report):
     else:
         report.check("hung", False, "no Pod stored within 60 s of SIGCONT")
     report.verdict("hung", before)
+
+
+def stopped(pid, bound=5.0):
+    """Whether process `pid` is stopped (state T in /proc) within `bound` s."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "T":
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def plain_pod():
