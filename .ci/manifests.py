@@ -305,7 +305,7 @@ def check_span(binary, span, where, report):
         if name not in binary.variables:
             report.fail(where, f"variable {name} is not in `tandem --help`")
             return
-    placeholder = re.search(r"\b(URL|DUR|NAME|LEVEL|PATH|DIR|WHOM|FORMAT|PORT)\b|[|\[…]", span)
+    placeholder = re.search(r"\b(URL|DUR|NAME|LEVEL|PATH|DIR|WHOM|FORMAT|PORT|CODES)\b|[|\[…]", span)
     if placeholder:
         return
     if span.startswith("--"):

@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
-targets=${*:-duration boolean url server_info http_answer config linkerd_await injector_review injector_registry injector_challenge injector_allow injector_audit compose_wait words}
+targets=${*:-duration boolean url server_info http_answer config linkerd_await injector_review injector_registry injector_challenge injector_allow injector_audit compose_wait words keep_on_exit}
 mkdir -p fuzz/logs
 for t in $targets; do
 	mkdir -p "fuzz/corpus/$t"

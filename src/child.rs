@@ -3,7 +3,7 @@
 //! and signal state set up in the child (`terminal`, `signals`), and exec failures
 //! mapped to 126/127 (SPEC §4, §7). `spawn` starts the `--on-exit` program too.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, ErrorKind};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -47,26 +47,93 @@ pub fn start(
     let spawn = || {
         let mut cmd = Command::new(command);
         cmd.args(args);
-        self::spawn(cmd, job, relay.app_signals())
+        self::spawn(cmd, job, relay.app_signals(), None)
     };
     let pid = relay.spawn_then_relay(group, job, pending, spawn)?;
     Ok((pid, job))
+}
+
+/// An environment for a child in place of tandem's, installed between fork and
+/// exec as std installs one: a `Command` with its environment changed would link
+/// std's map of the changes (about 5 KB of a binary held to its size, SPEC §1).
+pub struct Environ {
+    /// The `NAME=value` strings the pointers point into.
+    _strings: Vec<CString>,
+    /// Null-terminated, as `environ` is.
+    pointers: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into `_strings`, which moves with them and never
+// changes; the child reads them after fork, in a process of its own.
+unsafe impl Send for Environ {}
+// SAFETY: as for Send: nothing writes through the pointers.
+unsafe impl Sync for Environ {}
+
+unsafe extern "C" {
+    /// The C library's environment, which `execvp` passes on.
+    static mut environ: *const *const libc::c_char;
+}
+
+impl Environ {
+    /// tandem's environment with `set` in place of the variables it names (a
+    /// `None` value removes one).
+    pub fn with(set: &[(&str, Option<String>)]) -> Environ {
+        let mut strings = Vec::new();
+        let mut add = |name: &[u8], value: &[u8]| {
+            let line = [name, b"=", value].concat();
+            // A variable holds no NUL; one that did could not be passed on anyway.
+            if let Ok(line) = CString::new(line) {
+                strings.push(line);
+            }
+        };
+        for (name, value) in std::env::vars_os() {
+            if !set
+                .iter()
+                .any(|(ours, _)| name.as_bytes() == ours.as_bytes())
+            {
+                add(name.as_bytes(), value.as_bytes());
+            }
+        }
+        for (name, value) in set {
+            if let Some(value) = value {
+                add(name.as_bytes(), value.as_bytes());
+            }
+        }
+        let mut pointers: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        pointers.push(std::ptr::null());
+        Environ {
+            _strings: strings,
+            pointers,
+        }
+    }
+
+    /// Makes it the process's environment: one pointer stored, between fork and
+    /// exec (async-signal-safe).
+    fn install(&self) {
+        // SAFETY: only in the child after fork, which has one thread; the array is
+        // null-terminated and lives until exec, which copies it.
+        unsafe { environ = self.pointers.as_ptr() };
+    }
 }
 
 /// Starts `cmd` (the app, or the `--on-exit` program with its environment and
 /// stdin) in a new process group; with `job`, the group takes the terminal's
 /// foreground when tandem had it, so a Ctrl-C reaches the app once and not
 /// tandem. It starts with `signals` (no signal blocked, the stops as tandem's
-/// parent left them).
+/// parent left them), and with `env` in place of tandem's environment if given.
 pub fn spawn(
     mut cmd: Command,
     job: Option<JobControl>,
     signals: AppSignals,
+    env: Option<Environ>,
 ) -> Result<libc::pid_t, Error> {
     cmd.process_group(0);
     let in_child = move || {
         if let Some(job) = job {
             job.in_child();
+        }
+        if let Some(env) = &env {
+            env.install();
         }
         signals.in_child()
     };

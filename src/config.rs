@@ -22,6 +22,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use log::LevelFilter;
+use tandem_common::exit_codes::{EXPECTED, ExitCodes};
 
 use crate::cli::peers::LINKERD_DISABLED;
 use crate::cli::{Cli, options};
@@ -177,7 +178,7 @@ fn quit_config(
     Ok(QuitConfig {
         generic_only: src.flag(&options::GENERIC_QUIT_ONLY)?,
         never_quit: src.flag(&options::NEVER_QUIT)?,
-        keep_on_failure: src.flag(&options::KEEP_ON_FAILURE)?,
+        keep_on_exit: keep_on_exit(src)?,
         pkill_fallback: peers::pkill_fallback(src)?,
         job_containers: job_containers::read(src)?,
         generic: endpoints.generic,
@@ -190,6 +191,20 @@ fn quit_config(
             Some(d) => nonzero(Some(d)),
         },
     })
+}
+
+/// The statuses to keep the sidecars on: `--keep-on-exit`, with every failure
+/// added by `--keep-on-failure` (both given: either one's statuses).
+fn keep_on_exit(src: &Sources) -> Result<ExitCodes, Error> {
+    let given = match src.get(&options::KEEP_ON_EXIT)? {
+        Some(found) => ExitCodes::parse(&found.value)
+            .map_err(|why| invalid(found.name, &found.value, &format!("{EXPECTED} ({why})")))?,
+        None => ExitCodes::NONE,
+    };
+    if src.flag(&options::KEEP_ON_FAILURE)? {
+        return Ok(given.union(ExitCodes::FAILURES));
+    }
+    Ok(given)
 }
 
 fn poll_max(src: &Sources) -> Result<Duration, Error> {

@@ -11,6 +11,8 @@ use std::net::{Shutdown, TcpListener};
 use std::os::unix::ffi::OsStringExt;
 use std::thread;
 
+use tandem_common::exit_codes::ExitCodes;
+
 use crate::value::url::{HttpUrl, redact};
 use crate::value::{boolean, duration, words};
 use crate::{cli, config, http, ready};
@@ -208,6 +210,34 @@ pub fn words(data: &[u8]) {
         .collect();
     let again = words::split(&quoted.join(" "));
     assert_eq!(again.as_ref(), Ok(&split), "{text:?} does not round-trip");
+}
+
+/// `--keep-on-exit` sets: whatever parses holds at least one status and only
+/// digits, commas, dashes and blanks; its canonical writing (ascending runs,
+/// apart by at least one status) parses to the same set and writes the same bytes.
+pub fn keep_on_exit(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(set) = ExitCodes::parse(text) else {
+        return;
+    };
+    assert!(!set.is_empty(), "{text:?} parsed to no status");
+    let allowed = |c: char| c.is_ascii_digit() || c == ',' || c == '-' || c.is_whitespace();
+    assert!(text.chars().all(allowed), "{text:?} parsed");
+    let canonical = set.to_string();
+    let again = ExitCodes::parse(&canonical);
+    assert_eq!(again, Ok(set), "{text:?} → {canonical:?} is another set");
+    assert_eq!(set.to_string(), canonical, "{text:?}: two writings");
+    let mut after: Option<u16> = None;
+    for (first, last) in set.runs() {
+        assert!(first <= last, "{canonical:?}");
+        assert!(
+            after.is_none_or(|end| u16::from(first) > end + 1),
+            "{canonical:?}"
+        );
+        after = Some(u16::from(last));
+    }
 }
 
 /// How a body reads a command line: its arguments, and the environment.

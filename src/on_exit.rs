@@ -11,13 +11,14 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::child::{self, Environ};
 use crate::deadline;
 use crate::event::{Channel, Event};
 use crate::exit::{Error, Outcome};
+use crate::reap;
 use crate::settings::{Config, ForwardTo, OnExit};
 use crate::signals::{self, Relay};
 use crate::value::duration;
-use crate::{child, reap};
 
 /// How long a program that got SIGTERM at its timeout has before SIGKILL.
 const KILL_AFTER: Duration = Duration::from_secs(2);
@@ -30,7 +31,14 @@ pub fn run(cfg: &Config, outcome: &Outcome, relay: &Relay, channel: &Channel) {
         return;
     };
     let group = cfg.forward_to == ForwardTo::Group;
-    let spawn = || child::spawn(command(hook, outcome), None, relay.app_signals());
+    let spawn = || {
+        let env = Environ::with(&[
+            ("TANDEM_EXIT_CODE", Some(outcome.status().to_string())),
+            // None: not one inherited from whatever started tandem.
+            ("TANDEM_EXIT_SIGNAL", outcome.signal().map(signals::name)),
+        ]);
+        child::spawn(command(hook), None, relay.app_signals(), Some(env))
+    };
     log::debug!("running the --on-exit program {:?}", hook.words);
     let ended = match relay.spawn_then_relay(group, None, &channel.events, spawn) {
         Ok(pid) => wait(pid, hook.timeout, relay, channel),
@@ -39,23 +47,17 @@ pub fn run(cfg: &Config, outcome: &Outcome, relay: &Relay, channel: &Channel) {
     ended.log();
 }
 
-/// The program's command: its words, tandem's environment with the exit status
-/// and its signal, stdin from `/dev/null`, stdout and stderr tandem's.
-fn command(hook: &OnExit, outcome: &Outcome) -> Command {
+/// The program's command: its words, stdin from `/dev/null`, stdout and stderr
+/// tandem's (its environment, tandem's with the exit status and its signal, is
+/// `child::spawn`'s to give).
+fn command(hook: &OnExit) -> Command {
     let (program, args) = match hook.words.split_first() {
         Some((program, args)) => (program.as_str(), args),
         // `config` never gives an empty command; an empty name is simply not found.
         None => ("", &[][..]),
     };
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .env("TANDEM_EXIT_CODE", outcome.status().to_string());
-    match outcome.signal() {
-        Some(sig) => cmd.env("TANDEM_EXIT_SIGNAL", signals::name(sig)),
-        // Not one inherited from whatever started tandem.
-        None => cmd.env_remove("TANDEM_EXIT_SIGNAL"),
-    };
+    cmd.args(args).stdin(Stdio::null());
     cmd
 }
 

@@ -1,6 +1,7 @@
-//! Stopping the sidecars (SPEC §5): decide what to stop, POST every generic
-//! endpoint concurrently, then stop Istio/Envoy through the first applicable
-//! route, all within one deadline.
+//! Stopping the sidecars (SPEC §5): nothing after a status the kubelet runs the
+//! container again on (restart in place); else decide what to stop, POST every
+//! generic endpoint concurrently, then stop Istio/Envoy through the first
+//! applicable route, all within one deadline.
 //!
 //! This module decides (`plan`) and runs the phase (`send`); `fanout` carries the
 //! generic POSTs, `sidecar` the Istio/Envoy route, `pilot_agent` the SIGINT found
@@ -36,16 +37,17 @@ struct QuitPlan {
     pub generic: Vec<HttpUrl>,
     /// Istio/Envoy, stopped after them.
     pub sidecar: Option<SidecarStop>,
-    /// Why Istio/Envoy or everything is left running, for the log.
+    /// Why Istio/Envoy is left running, for the log.
     pub kept: Option<&'static str>,
 }
 
 /// The quit phase (SPEC §5): stops what `q` says after a run that ended as
-/// `outcome`; any non-zero exit status counts as a failure. With several job
-/// containers, only once all have finished, and only by the last (SPEC §9);
-/// `channel` brings a terminating signal that ends the wait for them. Returns the
-/// first quit that failed (no answer, a non-2xx answer of Istio/Envoy, a known
-/// sidecar's "not enabled"), in one line for the termination log (SPEC §7).
+/// `outcome`, or nothing when its status is one the kubelet runs this container
+/// again on. With several job containers, only once all have finished, and only
+/// by the last (SPEC §9); `channel` brings a terminating signal that ends the
+/// wait for them. Returns the first quit that failed (no answer, a non-2xx answer
+/// of Istio/Envoy, a known sidecar's "not enabled"), in one line for the
+/// termination log (SPEC §7).
 /// `stopping`: tandem got SIGTERM first, so the sidecars did too (SPEC §5.3).
 pub fn after(
     q: &QuitConfig,
@@ -53,15 +55,29 @@ pub fn after(
     channel: &Channel,
     stopping: bool,
 ) -> Option<String> {
-    let mut failed = outcome.status() != 0;
+    let status = outcome.status();
+    if q.keep_on_exit.contains(status) {
+        // A sidecar told to quit is never restarted: the next run would wait for it.
+        // Without one, local development stays quiet (SPEC §8).
+        if q.has_sidecars() {
+            log::info!(
+                "the kubelet restarts this container on exit {status} (--keep-on-exit {}): keeping the sidecars",
+                q.keep_on_exit
+            );
+        }
+        return match &q.job_containers {
+            Some(jobs) => siblings::run_again(jobs, status).err(),
+            None => None,
+        };
+    }
     if let Some(jobs) = &q.job_containers {
-        match siblings::finish(jobs, failed, channel) {
-            Ok(Turn::Last { any_failed }) => failed |= any_failed,
+        match siblings::finish(jobs, status, channel) {
+            Ok(Turn::Last) => {}
             Ok(Turn::Others) => return None,
             Err(line) => return Some(line),
         }
     }
-    send(&plan(q, failed), q.pkill_fallback, q.timeout, stopping)
+    send(&plan(q), q.pkill_fallback, q.timeout, stopping)
 }
 
 /// What the quit phase needs before anything else starts: the settings that have
@@ -72,7 +88,7 @@ pub fn after(
 pub fn prepare(q: &QuitConfig, sends_quits: bool) -> Result<(), Error> {
     warn_about_ignored(q);
     match &q.job_containers {
-        Some(jobs) if sends_quits => siblings::join(jobs),
+        Some(jobs) if sends_quits => siblings::join(jobs, q.keep_on_exit),
         _ => Ok(()),
     }
 }
@@ -96,14 +112,8 @@ fn warn_about_ignored(q: &QuitConfig) {
     }
 }
 
-/// Decides what to stop after the app ended, failed or not (SPEC §5.1).
-fn plan(q: &QuitConfig, app_failed: bool) -> QuitPlan {
-    if app_failed && q.keep_on_failure {
-        return QuitPlan {
-            kept: Some("the app failed and NEVER_KILL_ISTIO_ON_FAILURE is set: stopping nothing"),
-            ..QuitPlan::default()
-        };
-    }
+/// Decides what to stop after a run the kubelet does not repeat (SPEC §5.1).
+fn plan(q: &QuitConfig) -> QuitPlan {
     let generic = q.generic.clone();
     // Without an admin URL only the istio preset can enable this, and its URL is loopback.
     let local = q.admin.as_ref().is_none_or(|a| a.is_local());
@@ -222,24 +232,22 @@ mod tests {
     }
 
     #[test]
-    fn generic_endpoints_are_always_sent_unless_a_failed_run_is_kept() {
-        let cases: &[(&str, Env, bool)] = &[
-            ("", &[], false),
-            ("", &[], true),
-            ("--never-quit", &[], false),
-            ("--generic-quit-only", &[], true),
-            ("--admin http://127.0.0.1:15000", &[], false),
-            ("--admin http://10.0.0.1:15000", &[], true),
-            ("--mesh istio --never-quit", &[], false),
-            ("", &[("NEVER_KILL_ISTIO", "true")], false),
-            ("", &[("NEVER_KILL_ENVOY", "true")], true),
-            ("--keep-on-failure", &[], false),
+    fn generic_endpoints_are_always_sent() {
+        let cases: &[(&str, Env)] = &[
+            ("", &[]),
+            ("--never-quit", &[]),
+            ("--generic-quit-only", &[]),
+            ("--admin http://127.0.0.1:15000", &[]),
+            ("--admin http://10.0.0.1:15000", &[]),
+            ("--mesh istio --never-quit", &[]),
+            ("", &[("NEVER_KILL_ISTIO", "true")]),
+            ("", &[("NEVER_KILL_ENVOY", "true")]),
         ];
-        for (args, env, failed) in cases {
+        for (args, env) in cases {
             let mut env = env.to_vec();
             env.push(("GENERIC_QUIT_ENDPOINTS", GENERIC));
-            let p = plan(&quit_config(args, &env), *failed);
-            assert_eq!(generic(&p), [GENERIC], "{args} {env:?} failed={failed}");
+            let p = plan(&quit_config(args, &env));
+            assert_eq!(generic(&p), [GENERIC], "{args} {env:?}");
         }
     }
 
@@ -249,7 +257,7 @@ mod tests {
             "--quit http://127.0.0.1:1/a,http://127.0.0.1:2/b --mesh linkerd",
             &[],
         );
-        let p = plan(&q, false);
+        let p = plan(&q);
         assert_eq!(
             generic(&p),
             [
@@ -259,34 +267,6 @@ mod tests {
             ]
         );
         assert_eq!(p.sidecar, None);
-    }
-
-    #[test]
-    fn keep_on_failure_stops_nothing_after_a_failure_only() {
-        for args in [
-            "--keep-on-failure --admin http://127.0.0.1:15000",
-            "--keep-on-failure --mesh istio,linkerd",
-        ] {
-            let q = quit_config(args, &[("GENERIC_QUIT_ENDPOINTS", GENERIC)]);
-            let failed = plan(&q, true);
-            assert!(failed.generic.is_empty(), "{args}");
-            assert_eq!(failed.sidecar, None, "{args}");
-            assert!(failed.kept.is_some(), "{args}");
-
-            let succeeded = plan(&q, false);
-            assert!(generic(&succeeded).contains(&GENERIC), "{args}");
-            assert!(succeeded.sidecar.is_some(), "{args}");
-            assert_eq!(succeeded.kept, None, "{args}");
-        }
-        // Without the setting a failure stops everything, as ALWAYS_KILL_ENVOY asks.
-        let q = quit_config(
-            "--admin http://127.0.0.1:15000",
-            &[("ALWAYS_KILL_ENVOY", "true")],
-        );
-        assert_eq!(
-            plan(&q, true).sidecar,
-            pilot("http://127.0.0.1:15020/quitquitquit")
-        );
     }
 
     #[test]
@@ -318,7 +298,7 @@ mod tests {
             ),
         ];
         for (args, env) in cases {
-            let p = plan(&quit_config(args, env), false);
+            let p = plan(&quit_config(args, env));
             assert_eq!(p.sidecar, None, "{args} {env:?}");
             assert!(p.kept.is_some(), "{args} {env:?}: the log should say why");
         }
@@ -333,7 +313,7 @@ mod tests {
             ("--mesh linkerd,cloudsql", &[]),
         ];
         for (args, env) in cases {
-            let p = plan(&quit_config(args, env), false);
+            let p = plan(&quit_config(args, env));
             assert_eq!((p.sidecar, p.kept), (None, None), "{args} {env:?}");
         }
     }
@@ -421,7 +401,7 @@ mod tests {
             ),
         ];
         for (args, env, expected) in cases {
-            let p = plan(&quit_config(args, env), false);
+            let p = plan(&quit_config(args, env));
             assert_eq!(&p.sidecar, expected, "{args} {env:?}");
             assert_eq!(p.kept, None, "{args} {env:?}");
             assert!(p.generic.is_empty(), "{args} {env:?}");
@@ -430,7 +410,7 @@ mod tests {
 
     #[test]
     fn presets_combine_generic_quits_with_the_istio_quit() {
-        let p = plan(&quit_config("--mesh istio,cloudsql", &[]), false);
+        let p = plan(&quit_config("--mesh istio,cloudsql", &[]));
         assert_eq!(generic(&p), ["http://127.0.0.1:9091/quitquitquit"]);
         assert_eq!(p.sidecar, pilot("http://127.0.0.1:15020/quitquitquit"));
     }
@@ -443,9 +423,8 @@ mod tests {
             ..QuitConfig::default()
         };
         assert_eq!(
-            plan(&q, false).sidecar,
+            plan(&q).sidecar,
             pilot("http://127.0.0.1:15020/quitquitquit")
         );
-        assert_eq!(plan(&q, true).sidecar, plan(&q, false).sidecar);
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use log::LevelFilter;
+use tandem_common::exit_codes::ExitCodes;
 
 use crate::logger::Format;
 use crate::termination_message;
@@ -95,8 +96,9 @@ pub struct QuitConfig {
     pub generic_only: bool,
     /// Never stop Istio/Envoy. Default: false.
     pub never_quit: bool,
-    /// Stop nothing after a failed run. Default: false.
-    pub keep_on_failure: bool,
+    /// The exit statuses after which the kubelet runs this container again, so
+    /// nothing is stopped (SPEC §5 "Restart in place"). Default: none.
+    pub keep_on_exit: ExitCodes,
     /// Bound on the whole phase; `None` (set as `0`) waits as long as the endpoints take. Default: 5 s.
     pub timeout: Option<Duration>,
     /// When pilot-agent gets SIGINT. Default: when its quit request is refused.
@@ -160,7 +162,14 @@ pub struct Config {
 impl Config {
     /// True when any sidecar is waited for or stopped.
     pub fn has_sidecars(&self) -> bool {
-        !self.ready.checks.is_empty() || !self.quit.generic.is_empty() || self.quit.envoy_configured
+        !self.ready.checks.is_empty() || self.quit.has_sidecars()
+    }
+}
+
+impl QuitConfig {
+    /// True when any sidecar is there to stop.
+    pub fn has_sidecars(&self) -> bool {
+        !self.generic.is_empty() || self.envoy_configured
     }
 }
 

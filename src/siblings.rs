@@ -5,8 +5,11 @@
 //! Liveness comes from the kernel, not from timers: each tandem holds an exclusive
 //! `flock` on `NAME.alive` from `join` until its process ends, however it ends. A
 //! listed container whose `NAME.alive` exists but is unlocked started and vanished
-//! without recording (its tandem was killed outright): it counts as finished, and
-//! as failed. One without `NAME.alive` has not started yet and is waited for.
+//! without recording (its tandem was killed outright): it counts as finished,
+//! unless the statuses it keeps the sidecars on (`--keep-on-exit`, which `join`
+//! writes in `NAME.alive`) hold 137, the status the kubelet sees for a container
+//! killed outright: it runs again then. One without `NAME.alive` has not started
+//! yet and is waited for.
 //! Recording and deciding happen under one lock on the directory (`tandem.lock`),
 //! so of several tandems finishing at once exactly one sees everyone finished; it
 //! claims the decision in `quit.claimed`, which tells the others it is taken.
@@ -14,9 +17,11 @@
 //! A tandem that finishes while others run stays and waits for them, asleep in the
 //! kernel (`watch`): on a running one's lock, or for a not-started one's
 //! `NAME.alive` to appear. So a sibling killed after it finished still has the
-//! sidecars stopped by whoever is left. A container that runs again (restartPolicy
-//! OnFailure) joins again: its `NAME.done` and the claim go, and the quits are
-//! decided anew once all have finished.
+//! sidecars stopped by whoever is left. A container whose status is in its
+//! `--keep-on-exit` has not finished: it records `NAME.again` and exits at once,
+//! and the others wait for its next run, which joins again: its `NAME.done` or
+//! `NAME.again` and the claim go, and the quits are decided anew once all have
+//! finished.
 
 mod files;
 mod watch;
@@ -29,12 +34,11 @@ use crate::event::Channel;
 use crate::exit::{Error, invalid};
 use crate::settings::JobContainers;
 use files::{CLAIMED, enter, lock_dir};
+use tandem_common::exit_codes::ExitCodes;
 use watch::{Arrivals, Woken};
 
-/// What a `.done` file says when the container's app failed.
-const FAILED: &[u8] = b"failed\n";
-/// What a `.done` file says when the container's app succeeded.
-const SUCCEEDED: &[u8] = b"succeeded\n";
+/// The status the kubelet records for a container killed outright (SIGKILL).
+const KILLED_OUTRIGHT: u8 = 128 + 9;
 
 /// This process's `NAME.alive`, locked from `join` to the end of the process: only
 /// the kernel lets go of it, when the process is gone.
@@ -44,12 +48,7 @@ static ALIVE: OnceLock<File> = OnceLock::new();
 #[derive(Debug, PartialEq, Eq)]
 pub enum Turn {
     /// Every listed container has finished and this tandem decides the quits.
-    /// `any_failed`: one of them failed or vanished (the failure policy of SPEC
-    /// §5 then applies).
-    Last {
-        /// A listed container failed, or vanished without recording.
-        any_failed: bool,
-    },
+    Last,
     /// Another tandem decides them (it has, or it will: this one stopped waiting).
     Others,
 }
@@ -57,9 +56,9 @@ pub enum Turn {
 /// Marks this container as started and not finished, before tandem waits for the
 /// sidecars: from here on a container that finishes earlier waits for this one. A
 /// directory that cannot be used, or a name that another running tandem holds,
-/// is a bad value (SPEC §9).
-pub fn join(jobs: &JobContainers) -> Result<(), Error> {
-    let alive = enter(&jobs.dir, &jobs.me).map_err(|e| {
+/// is a bad value (SPEC §9). `keep`: the statuses this container runs again on.
+pub fn join(jobs: &JobContainers, keep: ExitCodes) -> Result<(), Error> {
+    let alive = enter(&jobs.dir, &jobs.me, keep).map_err(|e| {
         if e.kind() == ErrorKind::AlreadyExists {
             let expected = format!("a name no other running tandem has in {}", jobs.dir_from);
             invalid(jobs.me_from, &jobs.me, &expected)
@@ -73,12 +72,21 @@ pub fn join(jobs: &JobContainers) -> Result<(), Error> {
     Ok(())
 }
 
-/// Records that this container's app ended (`failed`: a non-zero status or a
-/// signal) and, while others still run, waits until all have finished (SPEC §9).
-/// `Err` is the line that says why this tandem could not take part, already
-/// logged; it leaves the sidecars to the others then.
-pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<Turn, String> {
-    let cannot = |e: io::Error| {
+/// Records that this container will run again after ending with `status`, so
+/// the others keep the sidecars up for that run (SPEC §9). `Err` is the line
+/// that says why it could not, already logged.
+pub fn run_again(jobs: &JobContainers, status: u8) -> Result<(), String> {
+    let _dir = lock_dir(&jobs.dir).map_err(cannot(jobs))?;
+    fs::write(
+        jobs.dir.join(format!("{}.again", jobs.me)),
+        format!("{status}\n"),
+    )
+    .map_err(cannot(jobs))
+}
+
+/// The error line of a tandem that cannot use the shared directory, logged.
+fn cannot(jobs: &JobContainers) -> impl Fn(io::Error) -> String {
+    move |e| {
         let line = format!(
             "cannot use {} {}: {e}: leaving the sidecars to the other job containers",
             jobs.dir_from,
@@ -86,13 +94,20 @@ pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<T
         );
         log::error!("{line}");
         line
-    };
-    let verdict = if failed { FAILED } else { SUCCEEDED };
-    let mut record = Some(verdict);
+    }
+}
+
+/// Records that this container's app ended with `status` and, while others
+/// still run or will run again, waits until all have finished (SPEC §9). `Err`
+/// is the line that says why this tandem could not take part, already logged;
+/// it leaves the sidecars to the others then.
+pub fn finish(jobs: &JobContainers, status: u8, channel: &Channel) -> Result<Turn, String> {
+    let cannot = cannot(jobs);
+    let mut record = Some(status);
     let mut arrivals: Option<Arrivals> = None;
     let mut told = false;
     loop {
-        let roll = match call_roll(jobs, record.take()).map_err(cannot)? {
+        let roll = match call_roll(jobs, record.take()).map_err(&cannot)? {
             Called::Decided(turn) => return Ok(turn),
             Called::Waiting(roll) => roll,
         };
@@ -104,14 +119,14 @@ pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<T
             log::debug!("waiting for {running} to end");
             watch::until_gone(jobs.dir.join(format!("{running}.alive")), channel)
         } else if let Some(arrivals) = &arrivals {
-            log::debug!("waiting for {} to start", names(&roll.not_started));
+            log::debug!("waiting for a container to start");
             arrivals.next(channel)
         } else {
             // Watch first, then look again: one may have started in between.
-            arrivals = Some(Arrivals::watch(&jobs.dir).map_err(cannot)?);
+            arrivals = Some(Arrivals::watch(&jobs.dir).map_err(&cannot)?);
             continue;
         };
-        match woken.map_err(cannot)? {
+        match woken.map_err(&cannot)? {
             Woken::Changed => {}
             Woken::Signal(sig) => {
                 log::info!(
@@ -132,19 +147,22 @@ pub fn finish(jobs: &JobContainers, failed: bool, channel: &Channel) -> Result<T
 enum Called {
     /// Everyone has finished: this tandem's turn, or another's.
     Decided(Turn),
-    /// Someone is still running or has not started.
+    /// Someone is still running, has not started or will run again.
     Waiting(Roll),
 }
 
-/// Under the directory's lock: records `verdict` for this container if given,
+/// Under the directory's lock: records this container's `status` if given,
 /// looks at every listed one and, when all have finished, claims the decision.
-fn call_roll(jobs: &JobContainers, verdict: Option<&[u8]>) -> io::Result<Called> {
+fn call_roll(jobs: &JobContainers, status: Option<u8>) -> io::Result<Called> {
     let _dir = lock_dir(&jobs.dir)?;
-    if let Some(verdict) = verdict {
-        fs::write(jobs.dir.join(format!("{}.done", jobs.me)), verdict)?;
+    if let Some(status) = status {
+        fs::write(
+            jobs.dir.join(format!("{}.done", jobs.me)),
+            format!("{status}\n"),
+        )?;
     }
     let roll = Roll::call(jobs)?;
-    if !roll.running.is_empty() || !roll.not_started.is_empty() {
+    if !roll.running.is_empty() || !roll.not_started.is_empty() || !roll.again.is_empty() {
         return Ok(Called::Waiting(roll));
     }
     let claimed = jobs.dir.join(CLAIMED);
@@ -157,9 +175,7 @@ fn call_roll(jobs: &JobContainers, verdict: Option<&[u8]>) -> io::Result<Called>
             // Only for the others' log line: the claim is the file's existence.
             let _ = file.write_all(jobs.me.as_bytes());
             roll.tell_vanished();
-            Ok(Called::Decided(Turn::Last {
-                any_failed: roll.any_failed,
-            }))
+            Ok(Called::Decided(Turn::Last))
         }
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             let by = fs::read(&claimed).unwrap_or_default();
@@ -179,33 +195,28 @@ struct Roll {
     running: Vec<String>,
     /// Without a `.alive` file yet.
     not_started: Vec<String>,
+    /// Ended with a status the kubelet runs them again on, not started again yet.
+    again: Vec<String>,
     /// Started, then gone without recording.
     vanished: Vec<String>,
-    /// One finished with a failure, or vanished.
-    any_failed: bool,
 }
 
 impl Roll {
-    /// Looks at every listed container; call with the directory locked.
+    /// Looks at every listed container but this one (recorded already; its own
+    /// `.alive` would read as running forever); call with the directory locked.
     fn call(jobs: &JobContainers) -> io::Result<Roll> {
         let mut roll = Roll::default();
-        for name in &jobs.all {
-            if *name == jobs.me {
-                // Recorded already; a `.done` someone removed counts as a failure
-                // (its `.alive` is this tandem's, and would read as running forever).
-                let verdict = fs::read(jobs.dir.join(format!("{name}.done")));
-                roll.any_failed |= verdict.ok().as_deref() != Some(SUCCEEDED);
+        for name in jobs.all.iter().filter(|name| **name != jobs.me) {
+            let file = |ending: &str| jobs.dir.join(format!("{name}.{ending}"));
+            if exists(&file("done"))? {
                 continue;
             }
-            match fs::read(jobs.dir.join(format!("{name}.done"))) {
-                Ok(verdict) => {
-                    roll.any_failed |= verdict != SUCCEEDED;
-                    continue;
-                }
-                Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
-                Err(_) => {}
+            // Before the lock: a container between runs is not one that vanished.
+            if exists(&file("again"))? {
+                roll.again.push(name.clone());
+                continue;
             }
-            let alive = match File::open(jobs.dir.join(format!("{name}.alive"))) {
+            let alive = match File::open(file("alive")) {
                 Ok(file) => file,
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     roll.not_started.push(name.clone());
@@ -214,10 +225,14 @@ impl Roll {
                 Err(e) => return Err(e),
             };
             match alive.try_lock_shared() {
-                Ok(()) => {
-                    roll.vanished.push(name.clone());
-                    roll.any_failed = true;
+                Ok(()) if runs_again_when_killed(&file("alive")) => {
+                    fs::write(file("again"), format!("{KILLED_OUTRIGHT}\n"))?;
+                    log::info!(
+                        "{name} was killed outright and the kubelet runs it again on exit {KILLED_OUTRIGHT}: keeping the sidecars for that run"
+                    );
+                    roll.again.push(name.clone());
                 }
+                Ok(()) => roll.vanished.push(name.clone()),
                 Err(TryLockError::WouldBlock) => roll.running.push(name.clone()),
                 Err(TryLockError::Error(e)) => return Err(e),
             }
@@ -228,11 +243,14 @@ impl Roll {
     /// The info line of a tandem that leaves the sidecars to another (SPEC §9).
     fn tell_leaving(&self) {
         let mut line = String::from("leaving the sidecars to the last job container to finish");
-        if !self.running.is_empty() {
-            line += &format!("; still running: {}", names(&self.running));
-        }
-        if !self.not_started.is_empty() {
-            line += &format!("; not started yet: {}", names(&self.not_started));
+        for (list, what) in [
+            (&self.running, "still running"),
+            (&self.not_started, "not started yet"),
+            (&self.again, "to run again"),
+        ] {
+            if !list.is_empty() {
+                line += &format!("; {what}: {}", names(list));
+            }
         }
         log::info!("{line}");
     }
@@ -241,10 +259,27 @@ impl Roll {
     fn tell_vanished(&self) {
         for name in &self.vanished {
             log::warn!(
-                "{name} ended without recording that it finished (its tandem was killed): counting it as failed"
+                "{name} ended without recording that it finished (its tandem was killed): counting it as finished"
             );
         }
     }
+}
+
+/// Whether a file exists; any other failure to look is an error.
+fn exists(path: &std::path::Path) -> io::Result<bool> {
+    match File::open(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the container whose `alive` file holds its keep set (`join`) is run
+/// again when killed outright. Unreadable or empty (an older tandem's): it is not.
+fn runs_again_when_killed(alive: &std::path::Path) -> bool {
+    let keep = fs::read(alive).unwrap_or_default();
+    let keep = std::str::from_utf8(&keep).map_or(Err(String::new()), ExitCodes::parse);
+    keep.is_ok_and(|keep| keep.contains(KILLED_OUTRIGHT))
 }
 
 /// Container names for a log line: `a, b`.

@@ -40,7 +40,7 @@ const SPEC_VARIABLES: [&str; 21] = [
 ];
 
 /// Every option of SPEC §1 and §2.
-const SPEC_OPTIONS: [&str; 23] = [
+const SPEC_OPTIONS: [&str; 24] = [
     "--admin",
     "--no-wait",
     "--wait-timeout",
@@ -52,6 +52,7 @@ const SPEC_OPTIONS: [&str; 23] = [
     "--quit-timeout",
     "--never-quit",
     "--keep-on-failure",
+    "--keep-on-exit",
     "--log ",
     "--log-format",
     "--ready",
@@ -263,6 +264,19 @@ fn bad_boolean_exits_64_naming_the_variable() {
         "ALWAYS_KILL_ENVOY",
     ] {
         assert_bad_variable(var, "maybe");
+    }
+}
+
+#[test]
+fn bad_keep_on_exit_exits_64_naming_it_and_the_grammar() {
+    // A word, a status over 255, a run that goes down, an empty item.
+    for value in ["true", "256", "5-2", "1,,2"] {
+        let quoted = format!("{value:?}");
+        let grammar = "exit statuses 0-255 and runs A-B";
+        let env = [("TANDEM_KEEP_ON_EXIT", value)];
+        assert_refused(&env, &[], &["TANDEM_KEEP_ON_EXIT", &quoted, grammar]);
+        let args = ["--keep-on-exit", value];
+        assert_refused(&[], &args, &["--keep-on-exit", &quoted, grammar]);
     }
 }
 

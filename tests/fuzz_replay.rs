@@ -70,3 +70,8 @@ fn compose_wait_usages_replay_clean() {
 fn command_lines_split_the_same_after_quoting() {
     replay("words", bodies::words);
 }
+
+#[test]
+fn keep_on_exit_sets_round_trip() {
+    replay("keep_on_exit", bodies::keep_on_exit);
+}

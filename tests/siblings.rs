@@ -2,7 +2,8 @@
 //! directory, each with an app held at a gate until the test opens it, and one
 //! generic fake sidecar that counts the quit requests. Only the last to finish
 //! sends them, exactly once however close together they finish; a sibling killed
-//! outright counts as finished (and failed), one not started yet does not.
+//! outright counts as finished, one not started yet does not, and one that ends
+//! with a status the kubelet runs it again on (`--keep-on-exit`) has not.
 
 use crate::support::{
     FakeAdmin, Out, REACT, RUN_TIMEOUT, Running, SIGKILL, SIGTERM, Script, app_touching, kill, run,
@@ -72,6 +73,14 @@ impl Pod {
             go: go.to_owned(),
             tandem: spawn(&mut cmd),
         }
+    }
+
+    /// The kubelet's next run of job container `me` (its gate closed again), started.
+    fn rerun(&self, me: &str, all: &str, code: i32, env: &[(&str, &str)]) -> Job {
+        fs::remove_file(self.gates.join(format!("{me}.go"))).unwrap();
+        let job = self.job(me, all, code, env);
+        wait_started(&[&job]);
+        job
     }
 
     /// Job containers `a` and `b` of the list `a,b`, each with `env`, both started.
@@ -209,28 +218,51 @@ fn of_twenty_finishing_at_once_exactly_one_sends_the_quits() {
     assert_eq!(senders, 1, "{dump}");
 }
 
+/// Waits for `main`, which exits 0 after counting `upload`, killed outright, as
+/// finished and sending the one quit.
+fn assert_counted_upload_finished(pod: &Pod, main: Job) {
+    let out = main.wait();
+    let dump = pod.dump(&[&out]);
+    assert_eq!(out.code, Some(0), "{dump}");
+    let line = "upload ended without recording that it finished";
+    assert!(out.stderr.contains(line), "{dump}");
+    assert_eq!(pod.quits(), 1, "{dump}");
+}
+
 #[test]
-fn a_sibling_killed_while_running_counts_as_finished_and_failed() {
-    // Failed: with NEVER_KILL_ISTIO_ON_FAILURE nothing is stopped, else the last
-    // one left sends the quits.
-    for (env, quits) in [
-        (&[][..], 1),
-        (&[("NEVER_KILL_ISTIO_ON_FAILURE", "true")][..], 0),
-    ] {
-        let pod = Pod::new("killed-first");
-        let (main, upload) = pod.pair("main", "upload", env);
-        upload.kill_outright();
-        main.release();
-        let out = main.wait();
-        let dump = pod.dump(&[&out]);
-        assert_eq!(out.code, Some(0), "{dump}");
-        assert!(
-            out.stderr
-                .contains("upload ended without recording that it finished"),
-            "{dump}"
-        );
-        assert_eq!(pod.quits(), quits, "{env:?}\n{dump}");
-    }
+fn a_sibling_killed_while_running_counts_as_finished() {
+    let pod = Pod::new("killed-first");
+    let (main, upload) = pod.pair("main", "upload", &[]);
+    upload.kill_outright();
+    main.release();
+    assert_counted_upload_finished(&pod, main);
+}
+
+#[test]
+fn a_sibling_killed_outright_that_keeps_137_is_waited_for_until_its_next_run() {
+    // An OOM kill under restartPolicy OnFailure: the kubelet sees 137 and runs the
+    // container again, so the mesh must still be there for that run.
+    let pod = Pod::new("oom-again");
+    let keep = [("NEVER_KILL_ISTIO_ON_FAILURE", "true")];
+    let (mut main, upload) = pod.pair("main", "upload", &keep);
+    upload.kill_outright();
+    main.release();
+    main.wait_for_line("upload was killed outright and the kubelet runs it again on exit 137");
+    main.wait_for_line("to run again: upload");
+    assert_eq!(pod.quits(), 0, "upload runs again");
+    assert!(main.tandem.is_running(), "main waits for upload's next run");
+
+    let again = pod.rerun("upload", "main,upload", 0, &keep);
+    assert_eq!(pod.quits(), 0, "upload runs now");
+    again.release();
+    let (again, main) = (again.wait(), main.wait());
+    let dump = pod.dump(&[&main, &again]);
+    assert_eq!((main.code, again.code), (Some(0), Some(0)), "{dump}");
+    assert_eq!(
+        pod.quits(),
+        1,
+        "upload's next run ended outside its set\n{dump}"
+    );
 }
 
 #[test]
@@ -242,15 +274,7 @@ fn a_sibling_killed_after_this_one_finished_still_gets_the_quits_sent() {
     assert_eq!(pod.quits(), 0);
 
     upload.kill_outright();
-    let out = main.wait();
-    let dump = pod.dump(&[&out]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert!(
-        out.stderr
-            .contains("upload ended without recording that it finished"),
-        "{dump}"
-    );
-    assert_eq!(pod.quits(), 1, "{dump}");
+    assert_counted_upload_finished(&pod, main);
 }
 
 #[test]
@@ -307,28 +331,78 @@ fn a_container_run_again_after_a_kept_failure_sends_the_quits_when_it_succeeds()
     let pod = Pod::new("again");
     let keep = [("NEVER_KILL_ISTIO_ON_FAILURE", "true")];
     let flaky = pod.job("flaky", "flaky,steady", 1, &keep);
-    let steady = pod.job("steady", "flaky,steady", 0, &keep);
+    let mut steady = pod.job("steady", "flaky,steady", 0, &keep);
     wait_started(&[&flaky, &steady]);
     steady.release();
     steady.wait_for_line("still running: flaky");
     flaky.release();
-    let (first, steady) = (flaky.wait(), steady.wait());
-    let dump = pod.dump(&[&first, &steady]);
-    assert_eq!((first.code, steady.code), (Some(1), Some(0)), "{dump}");
+    let first = flaky.wait();
+    let dump = pod.dump(&[&first]);
+    assert_eq!(first.code, Some(1), "{dump}");
+    assert!(
+        first.stderr.contains(
+            "the kubelet restarts this container on exit 1 (--keep-on-exit 1-255): keeping the sidecars"
+        ),
+        "{dump}"
+    );
+    assert_eq!(pod.quits(), 0, "flaky runs again\n{dump}");
+    assert!(
+        steady.tandem.is_running(),
+        "steady waits for flaky's next run"
+    );
+
+    let again = pod.rerun("flaky", "flaky,steady", 0, &keep);
+    again.release();
+    let (again, steady) = (again.wait(), steady.wait());
+    let dump = pod.dump(&[&again, &steady]);
+    assert_eq!((again.code, steady.code), (Some(0), Some(0)), "{dump}");
+    assert_eq!(pod.quits(), 1, "the retry succeeded and is last\n{dump}");
+}
+
+#[test]
+fn a_kept_container_exits_at_once_and_its_sibling_keeps_the_mesh_for_its_next_run() {
+    // The kept one ends first; its sibling ends later and must not stop the mesh
+    // while the kept one is between runs, nor after a next run that is kept again.
+    let pod = Pod::new("kept-first");
+    let keep = [("TANDEM_KEEP_ON_EXIT", "3,42")];
+    let all = "retry,report";
+    let retry = pod.job("retry", all, 3, &keep);
+    let mut report = pod.job("report", all, 0, &keep);
+    wait_started(&[&retry, &report]);
+    retry.release();
+    let first = retry.wait();
+    assert_eq!(first.code, Some(3), "{}", pod.dump(&[&first]));
+    assert!(report.tandem.is_running());
+    report.release();
+    report.wait_for_line("to run again: retry");
     assert_eq!(
         pod.quits(),
         0,
-        "a failure, kept for inspection and the retry\n{dump}"
+        "retry is between runs\n{}",
+        pod.dump(&[&first])
     );
 
-    fs::remove_file(pod.gates.join("flaky.go")).unwrap();
-    let again = pod.job("flaky", "flaky,steady", 0, &keep);
-    wait_started(&[&again]);
-    again.release();
-    let out = again.wait();
-    let dump = pod.dump(&[&out]);
-    assert_eq!(out.code, Some(0), "{dump}");
-    assert_eq!(pod.quits(), 1, "the retry succeeded and is last\n{dump}");
+    for (code, quits) in [(42, 0), (0, 1)] {
+        let next = pod.rerun("retry", all, code, &keep);
+        next.release();
+        let next = next.wait();
+        let dump = pod.dump(&[&next]);
+        assert_eq!(next.code, Some(code), "{dump}");
+        assert!(
+            wait_until(REACT, || pod.quits() == quits),
+            "after exit {code}: {quits} quits expected\n{dump}"
+        );
+        if quits == 0 {
+            assert!(
+                report.tandem.is_running(),
+                "exit {code} is kept: report waits"
+            );
+        }
+    }
+    let report = report.wait();
+    let dump = pod.dump(&[&report]);
+    assert_eq!(report.code, Some(0), "{dump}");
+    assert_eq!(pod.quits(), 1, "{dump}");
 }
 
 #[test]

@@ -81,9 +81,18 @@ pub const NEVER_QUIT: Spec = Spec {
 /// `--keep-on-failure`
 pub const KEEP_ON_FAILURE: Spec = Spec {
     vars: &["NEVER_KILL_ISTIO_ON_FAILURE"],
-    help: "stop nothing after a failed run [NEVER_KILL_ISTIO_ON_FAILURE=true]\n\
+    help: "adds 1-255 to --keep-on-exit [NEVER_KILL_ISTIO_ON_FAILURE=true]\n\
            (ALWAYS_KILL_ENVOY=true is accepted; stopping after failure is the default)",
     ..Spec::new("--keep-on-failure", Kind::Flag)
+};
+/// `--keep-on-exit CODES`
+pub const KEEP_ON_EXIT: Spec = Spec {
+    value: "CODES",
+    vars: &[vars::KEEP_ON_EXIT],
+    help: "stop nothing on these exit statuses, as the kubelet runs \
+           this container again: 0-255 and runs A-B, comma-separated \
+           [TANDEM_KEEP_ON_EXIT]",
+    ..Spec::new("--keep-on-exit", Kind::Value)
 };
 /// `--log LEVEL`
 pub const LOG: Spec = Spec {
@@ -223,6 +232,7 @@ pub const OPTIONS: &[&Spec] = &[
     &QUIT_TIMEOUT,
     &NEVER_QUIT,
     &KEEP_ON_FAILURE,
+    &KEEP_ON_EXIT,
     &LOG,
     &LOG_FORMAT,
     &READY,

@@ -7,6 +7,7 @@ use crate::value::url::{self, HttpUrl};
 use std::collections::HashMap;
 
 mod bad_values;
+mod keep_on_exit;
 mod kinds;
 mod on_exit;
 mod presets;
@@ -125,7 +126,10 @@ fn every_variable_is_read_and_has_its_effect() {
         ("NEVER_KILL_ISTIO", "true", |c| c.quit.never_quit = true),
         ("NEVER_KILL_ENVOY", "true", |c| c.quit.never_quit = true),
         ("NEVER_KILL_ISTIO_ON_FAILURE", "true", |c| {
-            c.quit.keep_on_failure = true
+            c.quit.keep_on_exit = ExitCodes::FAILURES
+        }),
+        ("TANDEM_KEEP_ON_EXIT", "3,42-43", |c| {
+            c.quit.keep_on_exit = ExitCodes::parse("3,42,43").unwrap()
         }),
         // Stopping after a failure is already the default: accepted, no change.
         ("ALWAYS_KILL_ENVOY", "true", |_| {}),
@@ -203,6 +207,7 @@ fn every_option_has_the_effect_of_its_variable() {
         ("--never-quit", "NEVER_KILL_ISTIO", "true"),
         ("--never-quit", "NEVER_KILL_ENVOY", "true"),
         ("--keep-on-failure", "NEVER_KILL_ISTIO_ON_FAILURE", "true"),
+        ("--keep-on-exit", "TANDEM_KEEP_ON_EXIT", "0-255"),
         ("--log", "TANDEM_LOG", "debug"),
         ("--log", "ENVOY_PREFLIGHT_LOGGING", "false"),
         ("--log", "SCUTTLE_LOGGING", "false"),
@@ -254,6 +259,7 @@ fn option_overrides_its_variable() {
         ("--never-quit", "NEVER_KILL_ISTIO", "false"),
         ("--never-quit", "NEVER_KILL_ENVOY", "no"),
         ("--keep-on-failure", "NEVER_KILL_ISTIO_ON_FAILURE", "0"),
+        ("--keep-on-exit 3", "TANDEM_KEEP_ON_EXIT", "1-255"),
         ("--log error", "TANDEM_LOG", "debug"),
         ("--log-format text", "TANDEM_LOG_FORMAT", "json"),
         (
@@ -302,7 +308,8 @@ fn booleans_accept_every_spelling_and_empty_means_unset() {
         let c = config("", &[("NEVER_KILL_ISTIO", value)]);
         assert_eq!(c.quit.never_quit, *expected, "NEVER_KILL_ISTIO={value:?}");
         let c = config("", &[("NEVER_KILL_ISTIO_ON_FAILURE", value)]);
-        assert_eq!(c.quit.keep_on_failure, *expected, "{value:?}");
+        let kept = c.quit.keep_on_exit == ExitCodes::FAILURES;
+        assert_eq!(kept, *expected, "{value:?}");
     }
 }
 
@@ -340,7 +347,7 @@ fn never_kill_on_failure_beats_always_kill_envoy() {
             ("ALWAYS_KILL_ENVOY", "true"),
         ],
     );
-    assert!(c.quit.keep_on_failure);
+    assert_eq!(c.quit.keep_on_exit, ExitCodes::FAILURES);
 }
 
 #[test]

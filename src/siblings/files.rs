@@ -1,22 +1,25 @@
 //! The shared directory's files and their locks (SPEC §9): a container's `.alive`,
-//! locked for its tandem's life, and the directory's own lock, which every
-//! recording and deciding holds.
+//! locked for its tandem's life and holding the statuses it runs again on, and
+//! the directory's own lock, which every recording and deciding holds.
 
 use std::fs::{self, File, OpenOptions, Permissions, TryLockError};
-use std::io::{self, ErrorKind};
+use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use tandem_common::exit_codes::ExitCodes;
 
 /// The lock every tandem takes to record and decide.
 pub(super) const DIR_LOCK: &str = "tandem.lock";
 /// Made by the one tandem that decides the quits; holds its container's name.
 pub(super) const CLAIMED: &str = "quit.claimed";
 
-/// Opens (creating it) this container's own `.alive`, locks it and clears what a
-/// previous run of this container left (its `.done`, the claim), all under the
-/// directory's lock: a finishing sibling never sees the file unlocked (it would
-/// take this container for one that vanished), nor this container finished.
-pub(super) fn enter(dir: &Path, me: &str) -> io::Result<File> {
+/// Opens (creating it) this container's own `.alive`, locks it, writes `keep` in
+/// it and clears what a previous run of this container left (its `.done` or
+/// `.again`, the claim), all under the directory's lock: a finishing sibling
+/// never sees the file unlocked (it would take this container for one that
+/// vanished), nor this container finished.
+pub(super) fn enter(dir: &Path, me: &str, keep: ExitCodes) -> io::Result<File> {
     let _dir = lock_dir(dir)?;
     let alive = OpenOptions::new()
         .read(true)
@@ -25,7 +28,13 @@ pub(super) fn enter(dir: &Path, me: &str) -> io::Result<File> {
         .truncate(false)
         .open(dir.join(format!("{me}.alive")))?;
     lock_alive(&alive, me)?;
-    for stale in [format!("{me}.done"), CLAIMED.to_owned()] {
+    alive.set_len(0)?;
+    (&alive).write_all(keep.to_string().as_bytes())?;
+    for stale in [
+        format!("{me}.done"),
+        format!("{me}.again"),
+        CLAIMED.to_owned(),
+    ] {
         match fs::remove_file(dir.join(stale)) {
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
             _ => {}

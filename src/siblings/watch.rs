@@ -1,7 +1,7 @@
 //! Waiting for the other job containers without timers or polling (SPEC §9): a
 //! thread of its own sleeps in the kernel, on a running sibling's lock (granted
 //! when its tandem is gone, however it went) or on inotify for a not-started
-//! one's `.alive` to appear, then wakes the main thread through the event channel,
+//! one's `.alive` to appear or a between-runs one's `.again` to go, then wakes the main thread through the event channel,
 //! where a terminating signal can end the wait first.
 
 use std::fs::File;
@@ -38,7 +38,8 @@ pub(super) fn until_gone(alive: PathBuf, channel: &Channel) -> io::Result<Woken>
     )
 }
 
-/// The directory watched for `.alive` files being created.
+/// The directory watched for `.alive` files being created and `.again` files
+/// going.
 pub(super) struct Arrivals {
     inotify: Arc<File>,
 }
@@ -56,7 +57,8 @@ impl Arrivals {
         // A path from the environment holds no NUL; the one pushed here ends it.
         let mut path = dir.as_os_str().as_bytes().to_vec();
         path.push(0);
-        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ONLYDIR;
+        // A `.again` goes when its container's next run starts.
+        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_DELETE | libc::IN_ONLYDIR;
         let path = path.as_ptr().cast();
         // SAFETY: the descriptor is open and path a NUL-terminated byte string.
         let added = unsafe { libc::inotify_add_watch(owned.as_raw_fd(), path, mask) };
@@ -68,8 +70,8 @@ impl Arrivals {
         })
     }
 
-    /// Waits until a `.alive` file appears (or the kernel's queue overflowed,
-    /// which may hide one).
+    /// Waits until a `.alive` or `.again` file appears or goes (or the kernel's
+    /// queue overflowed, which may hide one).
     pub(super) fn next(&self, channel: &Channel) -> io::Result<Woken> {
         let inotify = Arc::clone(&self.inotify);
         wait_on(
@@ -91,8 +93,8 @@ impl Arrivals {
     }
 }
 
-/// Whether a buffer of inotify events holds the creation of a `.alive` file or a
-/// queue overflow.
+/// Whether a buffer of inotify events names a `.alive` or `.again` file, or
+/// holds a queue overflow.
 fn names_an_arrival(mut events: &[u8]) -> bool {
     const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
     let field = |bytes: &[u8], at: usize| {
@@ -106,7 +108,8 @@ fn names_an_arrival(mut events: &[u8]) -> bool {
         let (mask, len) = (field(events, 4), field(events, 12) as usize);
         let name = events.get(HEADER..HEADER + len).unwrap_or_default();
         let name = name.split(|&b| b == 0).next().unwrap_or_default();
-        if mask & libc::IN_Q_OVERFLOW != 0 || name.ends_with(b".alive") {
+        if mask & libc::IN_Q_OVERFLOW != 0 || name.ends_with(b".alive") || name.ends_with(b".again")
+        {
             return true;
         }
         events = events.get(HEADER + len..).unwrap_or_default();
@@ -159,8 +162,9 @@ mod tests {
     }
 
     #[test]
-    fn only_a_new_alive_file_or_an_overflow_is_an_arrival() {
+    fn only_an_alive_or_again_file_or_an_overflow_is_an_arrival() {
         assert!(names_an_arrival(&event(libc::IN_CREATE, "report.alive")));
+        assert!(names_an_arrival(&event(libc::IN_DELETE, "report.again")));
         assert!(!names_an_arrival(&event(libc::IN_CREATE, "report.done")));
         assert!(!names_an_arrival(&event(libc::IN_CREATE, "tandem.lock")));
         assert!(names_an_arrival(&event(libc::IN_Q_OVERFLOW, "")));

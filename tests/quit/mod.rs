@@ -2,7 +2,8 @@
 //! loopback, one file per behaviour: which sidecar gets which quit request and
 //! what is logged ([`targets`]), generic endpoints and the `QUIT_REQUEST_TIMEOUT`
 //! bound ([`generic`]), the `NEVER_KILL_*` / `GENERIC_QUIT_ONLY` / failure
-//! policies and quits after an abandoned wait ([`policies`]), the pilot-agent
+//! policies and quits after an abandoned wait ([`policies`]), restart in place
+//! ([`keep`]), the pilot-agent
 //! SIGINT fallback ([`pilot_agent`]), and quits the sidecar refused ([`refusals`]).
 //!
 //! tandem SIGINTs a visible process named `pilot-agent` instead of POSTing a plain
@@ -12,6 +13,8 @@
 
 /// Generic endpoints: order, concurrency, the per-request bound (SPEC §5.1–§5.3).
 mod generic;
+/// Restart in place: a status in `--keep-on-exit` stops nothing (SPEC §2, §5.1).
+mod keep;
 /// The pilot-agent SIGINT fallback, in nested PID namespaces (SPEC §5.2).
 mod pilot_agent;
 /// Never, generic-only and failure policies; quits after an abandoned wait (SPEC §2, §3, §5).
