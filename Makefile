@@ -418,7 +418,7 @@ e2e-reach:
 ## KUBE_APISERVER=/path ETCD=/path`. E2E_IDLE lists the idle waits in seconds
 ## (default 9.9 10 10.1 95). With KUBE_CONTROLLER_MANAGER=/path too, real Jobs
 ## make the Pods as well, and the outage scenarios run on a cluster of their own
-## (injector/scripts/e2e_outage.py, about 3 minutes): the injector SIGKILLed 0.3 s
+## (injector/scripts/e2e_outage.py, about 2.5 minutes): the injector SIGKILLed 0.3 s
 ## into a 120-Pod Indexed Job and back 3 s later (no Pod without tandem, all
 ## within a minute, FailedCreate in the Job's events); SIGSTOPped while a Job is
 ## created (no Pod, FailedCreate; after SIGCONT the Pod, with tandem); 150-Pod
