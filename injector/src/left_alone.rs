@@ -7,8 +7,8 @@
 //! The one home of that list: the webhook (`inject`), the policy's CEL
 //! (`policy::cel`) and the audit (`audit::stuck`) read it here. It lives in the
 //! injector, not beside the sidecar table in `tandem-common`: the wrapper never
-//! meets these names (nothing sets them in its variables). A new one is one
-//! row here, plus its tests.
+//! meets these names, as no variable the injector writes holds them. A new one
+//! is one row here, plus its tests.
 
 /// A container that its creator stops itself.
 #[derive(Debug, PartialEq, Eq)]
