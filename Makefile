@@ -417,12 +417,19 @@ e2e-reach:
 ## kube-apiserver 1.36+ and an etcd you provide, e.g. `make e2e-apiserver
 ## KUBE_APISERVER=/path ETCD=/path`. E2E_IDLE lists the idle waits in seconds
 ## (default 9.9 10 10.1 95). With KUBE_CONTROLLER_MANAGER=/path too, real Jobs
-## make the Pods as well.
+## make the Pods as well, and the outage scenarios run on a cluster of their own
+## (injector/scripts/e2e_outage.py, about 2.5 minutes): the injector SIGKILLed 0.3 s
+## into a 120-Pod Indexed Job and back 3 s later (no Pod without tandem, all
+## within a minute, FailedCreate in the Job's events); SIGSTOPped while a Job is
+## created (no Pod, FailedCreate; after SIGCONT the Pod, with tandem); 150-Pod
+## bursts through the webhook, the policy and neither (each within 1.25x
+## neither). E2E_ONLY=outage runs only those.
 .PHONY: e2e-apiserver
 KUBE_APISERVER ?=
 ETCD ?=
 KUBE_CONTROLLER_MANAGER ?=
 E2E_IDLE ?=
+E2E_ONLY ?=
 E2E_DIR = target/tmp/e2e-apiserver
 
 e2e-apiserver:
@@ -432,11 +439,19 @@ e2e-apiserver:
 	@if [ -n "$(KUBE_CONTROLLER_MANAGER)" ] && [ ! -x "$(KUBE_CONTROLLER_MANAGER)" ]; then \
 		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
 		exit 2; fi
+ifneq ($(E2E_ONLY),outage)
 	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
+endif
 	$(CARGO) build --release --locked -p tandem-injector
+ifneq ($(E2E_ONLY),outage)
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
+endif
+	@if [ -z "$(KUBE_CONTROLLER_MANAGER)" ]; then \
+		echo "e2e-outage: not run: the crash, hung and burst scenarios need KUBE_CONTROLLER_MANAGER (its Job controller makes the Pods)" >&2; \
+	else python3 injector/scripts/e2e_outage.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		$(abspath $(KUBE_CONTROLLER_MANAGER)) target/release/tandem-injector $(E2E_DIR)-outage; fi
 
 ## e2e-node: tandem and tandem-injector on a real kubelet (tests/node/e2e_node.py):
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler on loopback,

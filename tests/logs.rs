@@ -50,14 +50,7 @@ fn parse_timestamp(ts: &str) -> i64 {
             && second < 61,
         "timestamp out of range: {ts:?}"
     );
-    // Days from civil (Howard Hinnant's algorithm), proleptic Gregorian, UTC.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = tandem_common::calendar::days_since_epoch(year, month, day);
     ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + milli
 }
 

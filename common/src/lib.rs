@@ -11,6 +11,7 @@
 //! | `sidecars` | the sidecar table: preset, container, endpoints, the "off" answers (SPEC §6) |
 //! | `exit_codes` | sets of exit statuses: `TANDEM_KEEP_ON_EXIT`'s grammar and canonical writing (SPEC §2, §10) |
 //! | `duration` | Go's durations as both programs read them (SPEC §2) |
+//! | `calendar` | a UTC date as days since the epoch, no date library |
 //! | `help` | `--help` within 80 columns, options' text wrapped alike |
 //! | `vars` | the `TANDEM_` variables the injector sets in a job container (SPEC §2, §9, §10) |
 //! | `layout` | the Pod layout and keys: label, annotations, names, directories (SPEC §10) |
@@ -18,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod calendar;
 pub mod duration;
 pub mod exit_codes;
 pub mod help;

@@ -237,13 +237,11 @@ class Injector:
     def __init__(self, api, injector, log, args):
         self.api = api
         self.log = Path(log)
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [injector, "--listen", "127.0.0.1:0", "--tls-cert", str(api.dir / "tls.crt"),
-                 "--tls-key", str(api.dir / "tls.key"),
-                 "--drain", "0s", *args],  # unregistered before it stops: nothing to drain
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        port = self._port()
+        self.argv = [injector, "--tls-cert", str(api.dir / "tls.crt"),
+                     "--tls-key", str(api.dir / "tls.key"),
+                     "--drain", "0s", *args]  # unregistered before it stops: nothing to drain
+        self._spawn("127.0.0.1:0", "wb")
+        self.port = self._port()
         ca = base64.b64encode((api.dir / "ca.crt").read_bytes()).decode()
         docs = yaml.safe_load_all(MANIFEST.read_text())
         config = next(d for d in docs if d and d["kind"] == "MutatingWebhookConfiguration")
@@ -251,15 +249,31 @@ class Injector:
         self.paths = []
         for hook in config["webhooks"]:
             path = hook["clientConfig"]["service"].get("path", "/")
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": ca}
             self.paths.append(path)
         self.config = config
         create(api, config)
 
-    def _port(self, bound=10.0):
+    def _spawn(self, listen, mode):
+        with open(self.log, mode) as out:
+            self.proc = subprocess.Popen(
+                [*self.argv, "--listen", listen],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def start_again(self):
+        """After it died: the same injector again, on the same port (the
+        webhooks' URLs name it); returns once it listens."""
+        start = self.log.stat().st_size
+        self._spawn(f"127.0.0.1:{self.port}", "ab")
+        self._port(since=start)
+
+    def _port(self, bound=10.0, since=0):
         end = time.monotonic() + bound
         while time.monotonic() < end:
-            for line in self.log.read_text(errors="replace").splitlines():
+            with open(self.log, "rb") as f:
+                f.seek(since)
+                text = f.read().decode(errors="replace")
+            for line in text.splitlines():
                 if "listening on " in line:
                     return int(line.split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1])
             if self.proc.poll() is not None:

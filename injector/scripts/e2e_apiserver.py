@@ -21,7 +21,8 @@ It checks:
     annotations included), and a Pod not opted in or restarted for ever
     (restartPolicy Always, or none: the default) is untouched, whoever owns it;
   - Pods of any owner that run to completion are changed (a bare Pod, one a
-    SparkApplication owns, Airflow's KubernetesPodOperator's), and each wrapped
+    SparkApplication owns, Airflow's KubernetesPodOperator's, with and without
+    its XCom container, which is left as created), and each wrapped
     container has the TANDEM_KEEP_ON_EXIT its restart policy and rules give
     (container restartPolicy and restartPolicyRules from 1.35, the
     RestartAllContainers action from 1.36);
@@ -92,6 +93,7 @@ KEEP = {
     "owner-not-a-job": {"job": None},
     "on-failure": {"job": "1-255"},
     "airflow-kpo": {"base": None},
+    "airflow-kpo-xcom": {"base": None},
     "container-on-failure": {"job": "1-255"},
     "container-always": {"job": "0-255"},
     "container-never-in-on-failure-pod": {"job": None},
@@ -100,6 +102,9 @@ KEEP = {
     "rules-several": {"job": "0,3-255"},
     "rule-restart-all": {"job": "3"},
 }
+
+# Airflow's XCom container: its creator stops it, so tandem leaves it alone.
+XCOM = "airflow-xcom-sidecar"
 
 
 def cases(original, minor=36):
@@ -200,6 +205,20 @@ def restart_cases(variant, minor):
                            "try_number": "1", "airflow_kpo_in_cluster": "True",
                            "airflow-worker": "42", "run_id": "scheduled__2026-11-28T0000000000"})
     spec["containers"][0].update(name="base", command=["python", "-m", "etl"])
+    kpo = copy.deepcopy((meta, spec))
+    # With do_xcom_push: KPO's XCom container, which it stops itself after `base`.
+    meta, spec = variant("airflow-kpo-xcom", "istio-classic")
+    for mine, theirs in zip((meta, spec), kpo):
+        mine.clear()
+        mine.update(theirs)
+    meta["generateName"] = "etl-load-xcom-"
+    mount = {"name": "xcom", "mountPath": "/airflow/xcom"}
+    spec["containers"][0].setdefault("volumeMounts", []).insert(0, mount)
+    spec["containers"].insert(1, {
+        "name": XCOM, "image": "alpine", "volumeMounts": [mount],
+        "command": ["sh", "-c", 'trap "exit 0" INT; while true; do sleep 1; done;'],
+        "resources": {"requests": {"cpu": "1m", "memory": "10Mi"}}})
+    spec.setdefault("volumes", []).insert(0, {"name": "xcom", "emptyDir": {}})
     _, spec = variant("always", "istio-classic")
     spec["restartPolicy"] = "Always"
     meta, spec = variant("always-bare", "istio-classic")
@@ -364,6 +383,19 @@ class Run:
                                  f"expected {want[c['name']]!r}{'' if wrapped else ', not wrapped'}")
                 checked += 1
         print(f"  {name}: TANDEM_KEEP_ON_EXIT of {checked} containers checked")
+
+    def left_alone(self, name):
+        """The XCom container is as created, and base's tandem waits for no
+        other job container (no TANDEM_JOB_CONTAINERS)."""
+        case = "airflow-kpo-xcom"
+        pod, base = self.stored[name][case], self.stored["baseline"][case]
+        mine = {c["name"]: c for c in pod["spec"]["containers"]}
+        for path, a, b in diff(next(c for c in base["spec"]["containers"] if c["name"] == XCOM),
+                               mine[XCOM]):
+            self.problem(f"{name}: {case}: {XCOM} was changed at {path}: {a!r} -> {b!r}")
+        if any(e["name"] == "TANDEM_JOB_CONTAINERS" for e in mine["base"].get("env", [])):
+            self.problem(f"{name}: {case}: base was given TANDEM_JOB_CONTAINERS")
+        print(f"  {name}: {XCOM} left alone checked")
 
     def same(self, left, right):
         """Every case's Pod from `left` equals the one from `right`, but for
@@ -601,6 +633,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
             r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
         r.kept(f"webhook-{mode}")
+        r.left_alone(f"webhook-{mode}")
         r.reported(f"webhook-{mode}")
         if mode == "emptydir":
             r.reinvoked(f"webhook-{mode}")
@@ -626,6 +659,7 @@ def policy_passes(r, api, injector, mode, kcm):
         r.jobs(f"policy-{mode}")
     r.untouched(f"policy-{mode}")
     r.kept(f"policy-{mode}")
+    r.left_alone(f"policy-{mode}")
     if mode == "emptydir":
         r.reinvoked(f"policy-{mode}")
     r.again(f"policy-{mode}")

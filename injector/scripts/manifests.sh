@@ -11,8 +11,12 @@
 #     does the init container the injector adds (restricted.py);
 #   - every webhook sends only Pods that run to completion (matchConditions), and the
 #     Deployment's grace period covers the drain and the requests in flight;
+#   - every webhook fails closed, and the Deployment keeps two replicas on two
+#     nodes (a required spread over hostnames) under a PodDisruptionBudget;
 #   - deploy/self-signed.sh makes a certificate that the injector serves and that
-#     verifies for the Service's name against the CA it puts in caBundle;
+#     verifies for the Service's name against the CA it puts in caBundle; that
+#     injector's /metrics shows every metric docs/injector.md names, and its
+#     alert rules parse (doc_alerts.py);
 #   - every Pod the HTTPS tests patched (PATCHED, written by `make injector-test`)
 #     validates strictly, and so does every Pod the unit tests patched through
 #     the image-volume route (PATCHED-image-volume) for Kubernetes 1.35 and 1.36;
@@ -111,6 +115,16 @@ if bad or not hooks:
 if grace < drain + 10 + 5:
     sys.exit(f"terminationGracePeriodSeconds {grace} < drain {drain}s + 10 s in flight + 5 s")
 PY
+# Failing closed needs a replica to answer through a drain, a rollout and one
+# lost node (SPEC §10).
+"$py" scripts/outage_ready.py deploy/tandem-injector.yaml || fail "deploy/tandem-injector.yaml: failurePolicy, replicas, spread or PodDisruptionBudget (above)"
+sed 's/^    failurePolicy: Fail$/    failurePolicy: Ignore/' deploy/tandem-injector.yaml >"$out/selftest/ignore.yaml"
+sed 's/whenUnsatisfiable: DoNotSchedule/whenUnsatisfiable: ScheduleAnyway/' deploy/tandem-injector.yaml >"$out/selftest/anyway.yaml"
+for broken in ignore anyway; do
+  if "$py" scripts/outage_ready.py "$out/selftest/$broken.yaml" >/dev/null 2>&1; then
+    fail "self-test: outage_ready.py passed $broken.yaml"
+  fi
+done
 echo "injector-manifests: deploy/ passes yamllint and validates strictly for Kubernetes ${versions[*]}"
 
 # self-signed.sh's certificate, served by the injector, verified as the API
@@ -134,10 +148,17 @@ openssl s_client -connect "127.0.0.1:$port" -servername "$name" -verify_hostname
   -CAfile "$out/self-signed/ca.crt" -verify_return_error </dev/null >"$out/s_client.log" 2>&1 \
   || fail "self-signed.sh: the served certificate does not verify for $name: $(tail -5 "$out/s_client.log")"
 grep -q 'Verify return code: 0 (ok)' "$out/s_client.log" || fail "self-signed.sh: no successful verification"
+# docs/injector.md's alert rules and metric names, against what this injector shows.
+"$py" scripts/doc_alerts.py ../docs/injector.md "127.0.0.1:$port" "$out/self-signed/ca.crt" "$name" \
+  || fail "docs/injector.md: its alert rules or metric names (above)"
+sed 's/tandem_injector_certificate_expires_in_seconds) </tandem_injector_certificate_expiry) </' ../docs/injector.md >"$out/selftest/injector.md"
+if "$py" scripts/doc_alerts.py "$out/selftest/injector.md" "127.0.0.1:$port" "$out/self-signed/ca.crt" "$name" 2>/dev/null; then
+  fail "self-test: doc_alerts.py passed an alert rule on a metric the injector does not show"
+fi
 kill "$pid"
 wait "$pid" || true
 trap - EXIT
-echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name"
+echo "injector-manifests: self-signed.sh's certificate is served and verifies for $name; docs/injector.md's alert rules read metrics that exist"
 
 mkdir -p "$out/patched"
 name_pods "$patched" "$out/patched"
@@ -174,7 +195,24 @@ ends_with_webhook deploy/tandem-injector.yaml "$out/webhook.yaml" \
   || fail "deploy/tandem-injector.yaml does not end with what \`tandem-injector webhook\` prints: replace its webhook part"
 "$injector" webhook --install image-volume >"$out/webhook-image-volume.yaml"
 "$bin/yamllint" --strict --config-file "$root/.yamllint" "$out/webhook-image-volume.yaml" || fail "webhook --install image-volume: yamllint (above)"
-echo "injector-manifests: deploy/tandem-injector.yaml ends with what \`tandem-injector webhook\` prints"
+# Both failure policies print a configuration that validates, each webhook
+# with the policy asked for.
+for policy in Fail Ignore; do
+  "$injector" webhook --failure-policy "$policy" >"$out/webhook-$policy.yaml"
+  "$bin/yamllint" --strict --config-file "$root/.yamllint" "$out/webhook-$policy.yaml" || fail "webhook --failure-policy $policy: yamllint (above)"
+  for version in "${versions[@]}"; do
+    validate "$version" "$out/webhook-$policy.yaml" || fail "webhook --failure-policy $policy: not valid for Kubernetes $version (above)"
+  done
+  "$py" - "$out/webhook-$policy.yaml" "$policy" <<'PY' || fail "webhook --failure-policy $policy (above)"
+import sys, yaml
+(config,) = yaml.safe_load_all(open(sys.argv[1]))
+found = {w["failurePolicy"] for w in config["webhooks"]}
+if found != {sys.argv[2]}:
+    sys.exit(f"failurePolicy {sorted(found)}, asked for {sys.argv[2]}")
+PY
+done
+cmp -s "$out/webhook.yaml" "$out/webhook-Fail.yaml" || fail "webhook without --failure-policy is not webhook --failure-policy Fail"
+echo "injector-manifests: deploy/tandem-injector.yaml ends with what \`tandem-injector webhook\` prints; both failure policies validate"
 
 mapfile -t volume_pods < <(find "$patched-image-volume" -name '*.json' | sort)
 [ "${#volume_pods[@]}" -gt 0 ] || fail "no image-volume Pods in $patched-image-volume (make injector-test writes them)"

@@ -1,7 +1,7 @@
 //! The command line (SPEC §10): `--listen`, `--tls-cert`, `--tls-key`,
 //! `--image`, `--install`, `--drain`, `--registry-auth`, `--registry-ca`,
 //! `--registry-allow`, each with its variable (the option wins); the `policy` command with `--image` and
-//! `--install`, `webhook` with `--install`, and `audit [FILE|-]` with
+//! `--install`, `webhook` with `--install` and `--failure-policy`, and `audit [FILE|-]` with
 //! `--output`. `args` is the one lexopt loop,
 //! filling the named fields of the `options` table's rows (each row names the
 //! commands that take it); the values are checked here, before anything is
@@ -25,10 +25,14 @@ mod options;
 mod values;
 
 use crate::audit::command::Output;
+use crate::webhook::FailurePolicy;
 use args::Read;
 pub use help::{HELP_WIDTH, help};
 use options::{CERT, Command, Given, IMAGE, KEY, Setting};
-use values::{missing, parse_duration, parse_image, parse_listen, parse_mode, parse_output};
+use values::{
+    missing, parse_duration, parse_failure_policy, parse_image, parse_listen, parse_mode,
+    parse_output,
+};
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
 pub const EX_USAGE: u8 = 64;
@@ -61,8 +65,9 @@ pub enum Task {
     Run(Config),
     /// Print the admission policies for this image and route (`policy`).
     Policy(Install),
-    /// Print the webhook's configuration for this route (`webhook`).
-    Webhook(Mode),
+    /// Print the webhook's configuration for this route and failure policy
+    /// (`webhook`).
+    Webhook(Mode, FailurePolicy),
     /// Audit a List of Pods (`audit`).
     Audit(crate::audit::command::Args),
     /// Print the help text.
@@ -86,7 +91,9 @@ pub fn parse(
         Read::Help => Ok(Task::Help),
         Read::Version => Ok(Task::Version),
         Read::Command(Command::Policy, given) => Ok(Task::Policy(install(&given)?)),
-        Read::Command(Command::Webhook, given) => Ok(Task::Webhook(mode(&given)?)),
+        Read::Command(Command::Webhook, given) => {
+            Ok(Task::Webhook(mode(&given)?, failure_policy(&given)?))
+        }
         Read::Command(Command::Audit, given) => audit(&given).map(Task::Audit),
         Read::Command(Command::Serve, given) => serve(*given, &var).map(Task::Run),
     }
@@ -119,6 +126,14 @@ fn mode(given: &Given) -> Result<Mode, String> {
     match &given.install {
         Some(Setting { from, value }) => parse_mode(from, value),
         None => Ok(Mode::default()),
+    }
+}
+
+/// `--failure-policy`, `Fail` when not given.
+fn failure_policy(given: &Given) -> Result<FailurePolicy, String> {
+    match &given.failure_policy {
+        Some(Setting { from, value }) => parse_failure_policy(from, value),
+        None => Ok(FailurePolicy::default()),
     }
 }
 
@@ -323,6 +338,21 @@ mod tests {
                 "unexpected argument \"policy\"",
             ),
             ("serve", &[], "unexpected argument \"serve\""),
+            (
+                "webhook --failure-policy ignore",
+                &[],
+                "--failure-policy \"ignore\": expected Fail or Ignore",
+            ),
+            (
+                "webhook",
+                &[("TANDEM_INJECTOR_FAILURE_POLICY", "Never")],
+                "TANDEM_INJECTOR_FAILURE_POLICY \"Never\": expected Fail or Ignore",
+            ),
+            (
+                "--failure-policy Fail --tls-cert c --tls-key k --image i",
+                &[],
+                "--failure-policy is not an option of the server",
+            ),
         ];
         for (args, vars, expected) in cases {
             let err = run(args, vars).unwrap_err();
@@ -337,6 +367,31 @@ mod tests {
             err.starts_with("--image \"a b\": expected an image reference"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn webhook_fails_closed_unless_the_option_or_its_variable_says_ignore() {
+        let fail = FailurePolicy::Fail;
+        let ignore = FailurePolicy::Ignore;
+        let var = [("TANDEM_INJECTOR_FAILURE_POLICY", "Ignore")];
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Task);
+        let cases: [Case; 4] = [
+            ("webhook", &[], Task::Webhook(Mode::EmptyDir, fail)),
+            ("webhook", &var, Task::Webhook(Mode::EmptyDir, ignore)),
+            (
+                "webhook --failure-policy Fail",
+                &var,
+                Task::Webhook(Mode::EmptyDir, fail),
+            ),
+            (
+                "webhook --install image-volume --failure-policy Ignore",
+                &[],
+                Task::Webhook(Mode::ImageVolume, ignore),
+            ),
+        ];
+        for (args, vars, expected) in cases {
+            assert_eq!(run(args, vars), Ok(expected), "{args} {vars:?}");
+        }
     }
 
     #[test]

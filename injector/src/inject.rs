@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::layout::{BIN_VOLUME, SHARED_VOLUME};
+use crate::left_alone;
 
 mod command;
 pub mod delivery;
@@ -141,6 +142,10 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 
     let mut report = Report {
         earlier,
+        left_alone: main
+            .iter()
+            .filter_map(|c| left_alone::by_container(c.name))
+            .collect(),
         ..Report::default()
     };
     let commands = command::decide(pod, &main, earlier, images, &mut report);
@@ -169,6 +174,8 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
 
 #[cfg(test)]
 mod entrypoint_tests;
+#[cfg(test)]
+mod left_alone_tests;
 #[cfg(test)]
 mod restart_tests;
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `admission` | an `AdmissionReview` body in, the response body out |
 //! | `inject` | which Pods and containers change, and the JSONPatch that changes them (`inject/`: scope, selectors, pod, command, entrypoint, env, patch, delivery, report) |
+//! | `left_alone` | the containers their creator stops itself (Airflow's XCom container): never wrapped, waited for or quit |
 //! | `layout` | the Pod layout and keys: label, annotations, names, directories (`tandem-common`'s, shared with the wrapper) |
 //! | `registry` | the image's configuration from its registry, cached |
 //! | `string_list` | a JSON list of strings: a command, args, an image's Entrypoint and Cmd |
@@ -33,6 +34,7 @@ pub mod fuzz_bodies;
 pub use tandem_common::duration;
 pub mod inject;
 pub use tandem_common::layout;
+pub mod left_alone;
 pub mod metrics;
 pub mod policy;
 pub mod registry;

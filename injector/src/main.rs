@@ -22,8 +22,8 @@ fn main() -> ExitCode {
             print!("{}", policy::render(&install));
             return ExitCode::SUCCESS;
         }
-        Ok(Task::Webhook(mode)) => {
-            print!("{}", webhook::render(mode));
+        Ok(Task::Webhook(mode, failure)) => {
+            print!("{}", webhook::render(mode, failure));
             return ExitCode::SUCCESS;
         }
         Ok(Task::Audit(args)) => return audit::command::run(&args),

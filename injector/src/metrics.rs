@@ -1,13 +1,13 @@
-//! `GET /metrics` (SPEC §10): counters and the review latency histogram, in the
-//! Prometheus text format (version 0.0.4). Plain atomics in statics, so any
+//! `GET /metrics` (SPEC §10): counters, the review latency histogram and the
+//! serving certificate's time left, in the Prometheus text format (version 0.0.4). Plain atomics in statics, so any
 //! module counts with one call and no lock; no metrics crate.
 //!
 //! A new counter is one line in `counters!` below: its name in code, its family
 //! and its label value. A new family is one line in `FAMILIES`.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The content type of the answer to `GET /metrics`.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -36,6 +36,14 @@ const FAMILIES: &[Family] = &[
         name: "tandem_injector_containers_skipped_total",
         help: "Job containers left unwrapped, by reason.",
         label: "reason",
+    },
+    Family {
+        name: "tandem_injector_reviews_not_answered_in_time_total",
+        help: "Reviews the API server had given up on: answered_late, read whole but \
+               answered after the time it waits (its request's timeout, else the \
+               webhook's 5 s) from the request's first byte; cut_off, a request begun \
+               but not read whole within the request limit, closed unanswered.",
+        label: "how",
     },
     Family {
         name: "tandem_injector_errors_total",
@@ -76,6 +84,8 @@ counters! {
     SkippedNothingToRun = "tandem_injector_containers_skipped_total" "nothing_to_run",
     SkippedOwnTandem = "tandem_injector_containers_skipped_total" "own_tandem",
     SkippedAddedLater = "tandem_injector_containers_skipped_total" "added_later",
+    ReviewAnsweredLate = "tandem_injector_reviews_not_answered_in_time_total" "answered_late",
+    ReviewCutOff = "tandem_injector_reviews_not_answered_in_time_total" "cut_off",
     ErrorBadReview = "tandem_injector_errors_total" "bad_review",
     ErrorBadRequest = "tandem_injector_errors_total" "bad_request",
     ErrorTls = "tandem_injector_errors_total" "tls",
@@ -116,6 +126,36 @@ pub fn observe(took: Duration) {
     SUM_US.fetch_add(us, Ordering::Relaxed);
 }
 
+const EXPIRY: &str = "tandem_injector_certificate_expires_in_seconds";
+/// The served certificate's `notAfter` in Unix seconds; `i64::MIN` while
+/// unknown (none loaded, or one whose date could not be read).
+static NOT_AFTER: AtomicI64 = AtomicI64::new(i64::MIN);
+
+/// Records the `notAfter` of the certificate now served (`None`: unreadable),
+/// at the first load and at each reload.
+pub fn serving_until(not_after: Option<i64>) {
+    NOT_AFTER.store(not_after.unwrap_or(i64::MIN), Ordering::Relaxed);
+}
+
+/// The gauge of the certificate's time left, computed at each scrape; nothing
+/// while its date is unknown, so an alert on it never fires on a made-up value.
+fn render_expiry(out: &mut String) {
+    let not_after = NOT_AFTER.load(Ordering::Relaxed);
+    if not_after == i64::MIN {
+        return;
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let _ = writeln!(
+        out,
+        "# HELP {EXPIRY} Seconds until the served TLS certificate's notAfter (negative \
+         once expired), of the certificate served now, after any reload."
+    );
+    let _ = writeln!(out, "# TYPE {EXPIRY} gauge");
+    let _ = writeln!(out, "{EXPIRY} {}", not_after.saturating_sub(now));
+}
+
 /// The text `GET /metrics` answers.
 pub fn render() -> String {
     let mut out = String::new();
@@ -145,6 +185,7 @@ pub fn render() -> String {
     let sum = SUM_US.load(Ordering::Relaxed) as f64 / 1e6;
     let _ = writeln!(out, "{LATENCY}_sum {sum}");
     let _ = writeln!(out, "{LATENCY}_count {total}");
+    render_expiry(&mut out);
     out
 }
 
@@ -179,5 +220,27 @@ mod tests {
         let le1 = format!("{LATENCY}_bucket{{le=\"0.001\"}}");
         assert!(value(&after, &le5) > value(&before, &le5));
         assert!(value(&after, &le1) <= value(&after, &le5));
+    }
+
+    #[test]
+    fn the_certificate_gauge_shows_the_time_left_and_nothing_while_unknown() {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let gauge = |text: &str| -> Option<i64> {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{EXPIRY} ")))?;
+            line.rsplit(' ').next()?.parse().ok()
+        };
+        serving_until(Some(now + 3_600));
+        let left = gauge(&render()).expect("the gauge");
+        assert!((3_598..=3_600).contains(&left), "{left}");
+        serving_until(Some(now - 60));
+        let left = gauge(&render()).expect("the gauge");
+        assert!((-62..=-60).contains(&left), "{left}");
+        serving_until(None);
+        assert!(!render().contains(EXPIRY));
     }
 }

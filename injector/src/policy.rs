@@ -186,13 +186,13 @@ fn warning_variables() -> Vec<(&'static str, String)> {
          namespaceObject.metadata.labels['{LABEL}'] == '{ENABLED}'"
     );
     let missing = format!(
-        "variables.template.spec.containers.filter(c,\n  !(c.name in variables.sidecars) &&\n  \
+        "variables.template.spec.containers.filter(c,\n  !(c.name in variables.notJobs) &&\n  \
          !(has(c.command) && size(c.command) > 0) &&\n  \
          !(has(variables.template.metadata) &&\n  {}))\n  .map(c, c.name)",
         cel::has_entrypoint("variables.template.metadata", "c.name"),
     );
     vec![
-        ("sidecars", cel::sidecar_names()),
+        ("notJobs", cel::not_job_names()),
         ("template", template.to_string()),
         ("optedIn", opted_in),
         ("missing", missing),

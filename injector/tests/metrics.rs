@@ -190,3 +190,100 @@ fn metrics_count_reviews_skips_errors_and_latency_in_the_prometheus_format() {
     assert_eq!(count, n + 1.0, "every review answered 200 is timed");
     assert!(value(latency, &format!("{latency}_sum")) > 0.0);
 }
+
+/// The families `/metrics` shows now, read strictly.
+fn scrape(client: &support::Client, injector: &Injector) -> BTreeMap<String, Family> {
+    let answer = client
+        .connect(injector.addr)
+        .send("GET", "/metrics", b"")
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    parse(&answer.text())
+}
+
+/// The one sample of `family` named `sample`.
+fn sample(families: &BTreeMap<String, Family>, family: &str, sample: &str) -> f64 {
+    let f = families
+        .get(family)
+        .unwrap_or_else(|| panic!("no {family}"));
+    *f.samples
+        .get(sample)
+        .unwrap_or_else(|| panic!("no {sample} in {f:?}"))
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn the_certificate_gauge_counts_down_to_the_served_certificates_not_after_and_follows_a_renewal() {
+    let dir = scratch("metrics-expiry");
+    let pki = Pki::new();
+    let (cert, key) = pki.issue_until(&dir, "first", Some((2049, 12, 31)));
+    let injector = Injector::start_with(&cert, &key);
+    let client = pki.client();
+    let gauge = "tandem_injector_certificate_expires_in_seconds";
+    let families = scrape(&client, &injector);
+    assert_eq!(families[gauge].kind, "gauge");
+    // 2049-12-31T00:00:00Z, a UTCTime in the certificate.
+    let left = sample(&families, gauge, gauge);
+    assert!(
+        (left - (2_524_521_600.0 - unix_now())).abs() <= 5.0,
+        "{left}"
+    );
+
+    // cert-manager renews: the files change, the next handshake (this scrape's
+    // own) serves the new certificate, and the gauge follows it.
+    pki.issue_until(&dir, "renewed", Some((2051, 12, 31)));
+    let families = scrape(&client, &injector);
+    injector.wait_log("certificate reloaded");
+    // 2051-12-31T00:00:00Z, a GeneralizedTime.
+    let left = sample(&families, gauge, gauge);
+    assert!(
+        (left - (2_587_593_600.0 - unix_now())).abs() <= 5.0,
+        "{left}"
+    );
+}
+
+#[test]
+fn reviews_answered_after_their_timeout_or_cut_off_mid_request_are_counted_as_not_in_time() {
+    let dir = scratch("metrics-late");
+    let pki = Pki::new();
+    let limit = [("TANDEM_INJECTOR_REQUEST_TIMEOUT", "2s")];
+    let injector = Injector::start_env(&pki, &dir, &limit);
+    let client = pki.client();
+    let family = "tandem_injector_reviews_not_answered_in_time_total";
+    let late = format!("{family}{{how=\"answered_late\"}}");
+    let cut_off = format!("{family}{{how=\"cut_off\"}}");
+    let (name, pod) = &pods::cases()[0];
+    let body = review(name, pod).to_string();
+
+    // The body trickles in after the client's 300 ms are over: answered, late.
+    // The same with the client waiting 10 s is on time.
+    for (timeout, expected_late) in [("300ms", 1.0), ("10s", 1.0)] {
+        let (mut conn, rest) = client.post_half(
+            injector.addr,
+            &format!("/mutate?timeout={timeout}"),
+            body.as_bytes(),
+        );
+        thread::sleep(Duration::from_millis(600));
+        std::io::Write::write_all(&mut conn.tls, rest).unwrap();
+        assert_eq!(conn.read_response().unwrap().status, 200);
+        let families = scrape(&client, &injector);
+        assert_eq!(sample(&families, family, &late), expected_late, "{timeout}");
+        assert_eq!(sample(&families, family, &cut_off), 0.0);
+    }
+    injector.wait_log("later than its client waits (300ms)");
+
+    // Half a review, then nothing: closed at the 2 s request limit, unanswered.
+    let (mut conn, _) = client.post_half(injector.addr, "/mutate?timeout=5s", body.as_bytes());
+    let started = Instant::now();
+    assert!(conn.closed_by_server());
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    let families = scrape(&client, &injector);
+    assert_eq!(sample(&families, family, &cut_off), 1.0);
+    assert_eq!(sample(&families, family, &late), 1.0);
+}

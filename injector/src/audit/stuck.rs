@@ -3,11 +3,14 @@
 //! still runs, so the Pod never completes (nor its Job, when a Job owns it). A
 //! container whose exit status its restart policy or rules answer by running it
 //! again has not ended for good. A native sidecar (an init container with
-//! `restartPolicy: Always`) never counts: the kubelet stops it.
+//! `restartPolicy: Always`) never counts: the kubelet stops it. Nor does a
+//! container left alone (`left_alone`): its creator stops it once the job
+//! containers have ended, so its running then is the Pod on its way.
 
 use serde_json::Value;
 
 use crate::inject::{self, keep};
+use crate::sidecars;
 
 /// The classic sidecars of `pod` still running after every job container has
 /// terminated for good, in the Pod's order; `None` when it is not stuck (a job
@@ -40,7 +43,9 @@ pub fn running_sidecars(pod: &Value) -> Option<Vec<String>> {
             if status.is_some_and(|s| again.contains(s)) {
                 return None;
             }
-        } else if state(name).is_some_and(|s| s["running"].is_object()) {
+        } else if sidecars::by_container(name).is_some()
+            && state(name).is_some_and(|s| s["running"].is_object())
+        {
             running.push(name.to_string());
         }
     }

@@ -117,6 +117,26 @@ fn a_native_sidecar_never_makes_a_pod_stuck() {
 }
 
 #[test]
+fn airflows_xcom_container_running_after_base_is_no_stuck_sidecar() {
+    let pod = |base: &str, proxy: &str| {
+        let states = [
+            ("base", base),
+            ("airflow-xcom-sidecar", "running"),
+            ("istio-proxy", proxy),
+        ];
+        stored(pods::airflow_xcom_pod(), "airflow", "etl-1", &states)
+    };
+    // KubernetesPodOperator reads the XCom, then stops it: the Pod is on its way.
+    assert_eq!(stuck(&pod("completed", "completed")), None);
+    assert_eq!(stuck(&pod("running", "running")), None);
+    // The proxy still running is stuck, and is the only one named.
+    assert_eq!(
+        stuck(&pod("completed", "running")),
+        Some(vec!["istio-proxy".to_string()])
+    );
+}
+
+#[test]
 fn several_job_containers_are_stuck_only_when_every_one_has_ended() {
     let pod = pods::cases()
         .into_iter()

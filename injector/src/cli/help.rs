@@ -19,7 +19,7 @@ or OnFailure: a Job's, a bare Pod, ...; README: Automatic injection).
 Usage:
   tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [OPTIONS]
   tandem-injector policy --image IMAGE [--install MODE]
-  tandem-injector webhook [--install MODE]
+  tandem-injector webhook [--install MODE] [--failure-policy Fail|Ignore]
   tandem-injector audit [FILE|-] [--output table|json]
   tandem-injector --help | --version
 

@@ -67,6 +67,7 @@ pub struct Given {
     pub registry_ca: Option<Setting>,
     pub registry_allow: Option<Setting>,
     pub output: Option<Setting>,
+    pub failure_policy: Option<Setting>,
     /// `audit`'s FILE: the free word after the command's.
     pub input: Option<OsString>,
 }
@@ -172,8 +173,17 @@ pub(super) const OUTPUT: Opt = Opt {
     commands: &[Command::Audit],
     field: |g| &mut g.output,
 };
+pub(super) const FAILURE_POLICY: Opt = Opt {
+    flag: "--failure-policy",
+    var: "TANDEM_INJECTOR_FAILURE_POLICY",
+    value: "POLICY",
+    help: "webhook's failurePolicy: Fail (no opted-in Pod while no replica answers; \
+           default) or Ignore (such Pods created without tandem)",
+    commands: &[Command::Webhook],
+    field: |g| &mut g.failure_policy,
+};
 /// Every option, in the order `--help` lists them.
-pub(super) const OPTIONS: [&Opt; 10] = [
+pub(super) const OPTIONS: [&Opt; 11] = [
     &LISTEN,
     &CERT,
     &KEY,
@@ -184,4 +194,5 @@ pub(super) const OPTIONS: [&Opt; 10] = [
     &REGISTRY_CA,
     &REGISTRY_ALLOW,
     &OUTPUT,
+    &FAILURE_POLICY,
 ];

@@ -8,6 +8,7 @@ use super::options::Opt;
 use crate::audit::command::Output;
 use crate::duration;
 use crate::inject::delivery::Mode;
+use crate::webhook::FailurePolicy;
 
 /// A duration setting; `positive`: zero is refused too.
 pub(super) fn parse_duration(
@@ -75,4 +76,14 @@ pub(super) fn parse_output(from: &str, value: &OsString) -> Result<Output, Strin
         Some("json") => Ok(Output::Json),
         _ => Err(format!("{from} {value:?}: expected table or json")),
     }
+}
+
+/// `--failure-policy`: Kubernetes' two words, spelled as Kubernetes spells them.
+pub(super) fn parse_failure_policy(from: &str, value: &OsString) -> Result<FailurePolicy, String> {
+    value
+        .to_str()
+        .and_then(FailurePolicy::from_name)
+        .ok_or_else(|| {
+            format!("{from} {value:?}: expected Fail or Ignore (as Kubernetes spells them)")
+        })
 }

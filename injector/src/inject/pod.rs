@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{delivery, keep};
 use crate::layout::{INSTALL_CONTAINER, TANDEM};
+use crate::left_alone;
 use crate::sidecars::{self, Sidecar};
 use crate::string_list;
 use tandem_common::exit_codes::ExitCodes;
@@ -49,7 +50,7 @@ impl Container<'_> {
             .is_some_and(|c| c.first() == Some(&TANDEM))
     }
 
-    /// A job container: not one of the sidecars tandem knows.
+    /// A job container: neither a sidecar tandem knows nor one left alone.
     pub fn is_job(&self) -> bool {
         is_job(self.name)
     }
@@ -122,8 +123,8 @@ pub(super) fn known(
         .collect()
 }
 
-/// Whether the container named `name` is a job container: not one of the
-/// sidecars tandem knows.
+/// Whether the container named `name` is a job container: neither one of the
+/// sidecars tandem knows nor one its creator stops itself.
 pub fn is_job(name: &str) -> bool {
-    sidecars::by_container(name).is_none()
+    sidecars::by_container(name).is_none() && left_alone::by_container(name).is_none()
 }

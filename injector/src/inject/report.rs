@@ -12,6 +12,7 @@ use crate::registry::Failure;
 use crate::say;
 
 use crate::layout::INJECTION_ANNOTATION;
+use crate::left_alone::LeftAlone;
 
 /// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
@@ -140,6 +141,8 @@ pub enum Fate {
 pub struct Report {
     /// Each job container by name, in the Pod's order.
     pub containers: Vec<(String, Fate)>,
+    /// The containers left alone, their creator stopping them, in the Pod's order.
+    pub left_alone: Vec<&'static LeftAlone>,
     /// Classic sidecars not told to quit because a job container runs without
     /// tandem (the Pod may then not complete).
     pub not_quit: Vec<String>,
@@ -210,7 +213,10 @@ impl Report {
             ));
         }
         if parts.is_empty() {
-            return "no job container".into();
+            parts.push("no job container".into());
+        }
+        for l in &self.left_alone {
+            parts.push(format!("left {} alone ({})", l.container, l.why));
         }
         parts.join("; ")
     }

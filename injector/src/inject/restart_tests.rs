@@ -35,6 +35,10 @@ fn each_wrapped_container_gets_the_statuses_the_kubelet_runs_it_again_on() {
         ("bare-on-failure", &[("job", Some("1-255"))]),
         ("spark-driver", &[("spark-kubernetes-driver", None)]),
         ("airflow-kpo", &[("base", None)]),
+        (
+            "airflow-kpo-xcom",
+            &[("base", None), ("airflow-xcom-sidecar", None)],
+        ),
         ("on-failure", &[("job", Some("1-255"))]),
         ("on-failure-sets-keep", &[("job", Some("5"))]),
         ("on-failure-sets-keep-on-failure", &[("job", None)]),

@@ -99,7 +99,7 @@ fn no_binding_of_the_mutating_policy_selects_a_pod_under_audit() {
 fn webhooks(pod: &[(&str, &str)], namespace: &[(&str, &str)]) -> Vec<String> {
     let mut ns = vec![("kubernetes.io/metadata.name", "tandem-jobs")];
     ns.extend_from_slice(namespace);
-    let config = crate::webhook::configuration();
+    let config = crate::webhook::configuration(crate::webhook::FailurePolicy::Fail);
     list(field(&config, "webhooks"))
         .iter()
         .filter(|w| {

@@ -14,6 +14,7 @@
 
 use super::keep::{self, KEEP_VARS};
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
+use crate::left_alone;
 use crate::sidecars::{self, Sidecar};
 use tandem_common::vars;
 
@@ -49,9 +50,21 @@ pub fn sidecar_names() -> String {
     list(sidecars::containers().map(|(c, _)| c))
 }
 
-/// Whether container `c` is a job container: not a known sidecar.
+/// The names of the containers that are no job container: the known sidecars',
+/// then those left alone (their creator stops them), as a CEL list.
+pub fn not_job_names() -> String {
+    // Two lists joined: one would pass yamllint's 100 columns.
+    format!(
+        "({} +\n      {})",
+        sidecar_names(),
+        list(left_alone::names())
+    )
+}
+
+/// Whether container `c` is a job container: neither a known sidecar nor one
+/// left alone.
 fn is_job(c: &str) -> String {
-    format!("!({c}.name in\n      {})", sidecar_names())
+    format!("!({c}.name in\n      {})", not_job_names())
 }
 
 /// Whether container `c` has a command of its own.
@@ -142,7 +155,7 @@ pub fn something_to_do() -> String {
 pub fn quit() -> String {
     format!(
         "object.spec.containers.all(c, c.name in\n    {} ||\n  {} ||\n  {})",
-        sidecar_names(),
+        not_job_names(),
         has_command("c"),
         has_entrypoint("object.metadata", "c.name")
     )

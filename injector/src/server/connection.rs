@@ -1,5 +1,7 @@
 //! One HTTPS connection: its TLS handshake, then its requests, each read
-//! within the request limit, answered by `routes`, counted and logged.
+//! within the request limit, answered by `routes`, counted and logged; a
+//! review answered after its client stopped waiting, or cut off mid-request,
+//! is counted as not answered in time.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,8 +15,10 @@ use super::poll::wait;
 use super::routes;
 use super::shared::Shared;
 use super::timed_stream::TimedStream;
+use crate::inject::Scope;
 use crate::metrics::{self, Counter};
 use crate::say;
+use crate::webhook::TIMEOUT_SECONDS;
 
 /// One connection: the TLS handshake, then requests until the client closes,
 /// idles too long, fails, or the drain ends.
@@ -44,8 +48,9 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
             break; // idle too long, or the drain is over
         }
         tls.sock.renew(limits.request);
+        let first_byte = Instant::now();
         match http::read_request(&mut tls, &mut buf) {
-            Ok(request) => match respond(shared, &mut tls, &request, peer) {
+            Ok(request) => match respond(shared, &mut tls, &request, peer, first_byte) {
                 Some(true) => {}
                 Some(false) => break,
                 None => return,
@@ -59,7 +64,13 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
                     http::write_response(&mut tls, status, "text/plain", body.as_bytes(), false);
                 break;
             }
-            Err(NoRequest::Io(e)) => return failed(peer, &e, buf.is_empty()),
+            Err(NoRequest::Io(e)) => {
+                // Bytes had come (the wait said so) and not the whole request.
+                if e.kind() == io::ErrorKind::TimedOut {
+                    metrics::count(Counter::ReviewCutOff);
+                }
+                return failed(peer, &e, buf.is_empty());
+            }
         }
     }
     tls.conn.send_close_notify();
@@ -70,9 +81,16 @@ pub(super) fn serve(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
 /// The TLS stream of one connection.
 type Tls = StreamOwned<ServerConnection, TimedStream>;
 
-/// Answers `request` (counted, its latency observed): whether the connection
-/// stays open for another; `None` when the answer could not be written.
-fn respond(shared: &Shared, tls: &mut Tls, request: &Request, peer: SocketAddr) -> Option<bool> {
+/// Answers `request`, whose first byte came at `first_byte` (counted, its
+/// latency observed): whether the connection stays open for another; `None`
+/// when the answer could not be written.
+fn respond(
+    shared: &Shared,
+    tls: &mut Tls,
+    request: &Request,
+    peer: SocketAddr,
+    first_byte: Instant,
+) -> Option<bool> {
     let read = Instant::now();
     // While draining, each connection closes after its answer, so none is
     // left idle, open to a request, when the drain ends.
@@ -84,6 +102,14 @@ fn respond(shared: &Shared, tls: &mut Tls, request: &Request, peer: SocketAddr) 
         shared.draining(),
         peer,
     );
+    let (took, waited) = (first_byte.elapsed(), waited_for(request));
+    if is_review(request) && took > waited {
+        metrics::count(Counter::ReviewAnsweredLate);
+        say!(
+            "warning: {peer}: a review answered {took:.1?} after its first byte, later than \
+             its client waits ({waited:?})"
+        );
+    }
     if let Err(e) = http::write_response(tls, status, kind, &body, keep) {
         metrics::count(Counter::ErrorConnection);
         say!("warning: {peer}: answering: {e}");
@@ -93,6 +119,19 @@ fn respond(shared: &Shared, tls: &mut Tls, request: &Request, peer: SocketAddr) 
         metrics::observe(read.elapsed());
     }
     Some(keep)
+}
+
+/// Whether `request` is an admission review (a POST to a webhook's path).
+fn is_review(request: &Request) -> bool {
+    request.method == "POST" && Scope::from_path(&request.path).is_some()
+}
+
+/// How long the client waits for the answer to `request`: its `timeout`, or
+/// else the webhook configuration's `timeoutSeconds`.
+fn waited_for(request: &Request) -> Duration {
+    request
+        .timeout
+        .unwrap_or(Duration::from_secs(TIMEOUT_SECONDS.unsigned_abs()))
 }
 
 /// Logs why a connection failed: handshake failures (a client that does not

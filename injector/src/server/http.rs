@@ -4,6 +4,9 @@
 //! 501) with a one-line reason, and the connection closes after it.
 
 use std::io::{self, Read, Write};
+use std::time::Duration;
+
+use crate::duration;
 
 /// The request line and headers together, at most (16 KiB).
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -43,6 +46,10 @@ pub struct Request {
     pub method: String,
     /// The path without its query (the API server adds `?timeout=10s`).
     pub path: String,
+    /// The query's `timeout`: how long the client waits for the answer (the
+    /// API server's webhook client sends the webhook's `timeoutSeconds`, or
+    /// what is left of its own request's time when that is less).
+    pub timeout: Option<Duration>,
     /// The body (`Content-Length` bytes).
     pub body: Vec<u8>,
     /// Whether the client keeps the connection for another request.
@@ -69,7 +76,7 @@ impl From<io::Error> for NoRequest {
 /// Reads one request from `stream`. `buf` holds bytes already read past the
 /// previous request and keeps what arrives past this one.
 pub fn read_request(stream: &mut impl Read, buf: &mut Vec<u8>) -> Result<Request, NoRequest> {
-    let (head_len, method, path, length, keep_alive) = loop {
+    let (head_len, method, (path, timeout), length, keep_alive) = loop {
         if let Some(head) = parse_head(buf)? {
             break head;
         }
@@ -97,12 +104,13 @@ pub fn read_request(stream: &mut impl Read, buf: &mut Vec<u8>) -> Result<Request
     Ok(Request {
         method,
         path,
+        timeout,
         body,
         keep_alive,
     })
 }
 
-type Head = (usize, String, String, usize, bool);
+type Head = (usize, String, (String, Option<Duration>), usize, bool);
 
 /// The head at the start of `buf` once complete: its length, method, path,
 /// body length and keep-alive; `None` while it is incomplete.
@@ -129,11 +137,21 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, NoRequest> {
         }
     };
     let method = req.method.unwrap_or_default().to_string();
-    let target = req.path.unwrap_or_default();
-    let path = target.split('?').next().unwrap_or_default().to_string();
+    let target = split_target(req.path.unwrap_or_default());
     let (length, keep_alive) = read_headers(req.headers, req.version == Some(1))?;
     let length = body_length(length, &method)?;
-    Ok(Some((head_len, method, path, length, keep_alive)))
+    Ok(Some((head_len, method, target, length, keep_alive)))
+}
+
+/// The request target's path, and its query's `timeout` when that is a Go
+/// duration (anything else there is not the API server's, and ignored).
+fn split_target(target: &str) -> (String, Option<Duration>) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let timeout = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("timeout="))
+        .and_then(|value| duration::parse(value).ok());
+    (path.to_string(), timeout)
 }
 
 /// What the headers say: the body's length (if given) and whether the
@@ -285,6 +303,7 @@ mod tests {
                 (first.method.as_str(), first.path.as_str()),
                 ("POST", "/mutate")
             );
+            assert_eq!(first.timeout, Some(Duration::from_secs(10)));
             assert_eq!(
                 (first.body.as_slice(), first.keep_alive),
                 (&b"{}"[..], true)
@@ -293,6 +312,30 @@ mod tests {
             assert_eq!(
                 (second.path.as_str(), second.keep_alive),
                 ("/healthz", false)
+            );
+        }
+    }
+
+    #[test]
+    fn the_query_timeout_is_read_as_a_go_duration_and_anything_else_ignored() {
+        let ms = Duration::from_millis;
+        let cases = [
+            ("/mutate?timeout=5s", "/mutate", Some(ms(5000))),
+            ("/mutate?a=b&timeout=1m0s", "/mutate", Some(ms(60_000))),
+            (
+                "/mutate/namespace?timeout=4.25s",
+                "/mutate/namespace",
+                Some(ms(4250)),
+            ),
+            ("/mutate?timeout=5", "/mutate", None),
+            ("/mutate?xtimeout=5s", "/mutate", None),
+            ("/healthz", "/healthz", None),
+        ];
+        for (target, path, timeout) in cases {
+            assert_eq!(
+                split_target(target),
+                (path.to_string(), timeout),
+                "{target}"
             );
         }
     }

@@ -3,7 +3,8 @@
 //! the mounted Secret, and the next handshake serves the new one, no restart.
 //! Each handshake compares the files' inode, size and mtime (two `stat` calls)
 //! with the last load; a pair that fails to load (a half-written update) keeps
-//! the previous certificate until the files change again.
+//! the previous certificate until the files change again. The metrics show the
+//! `notAfter` of the certificate served (`not_after`), set at each (re)load.
 
 use std::fmt;
 use std::fs;
@@ -17,7 +18,22 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
+use crate::metrics;
 use crate::say;
+
+mod not_after;
+
+/// Tells the metrics until when `pair`'s leaf certificate is valid.
+fn show_expiry(pair: &CertifiedKey) {
+    let until = pair
+        .end_entity_cert()
+        .ok()
+        .and_then(|leaf| not_after::not_after(leaf));
+    if until.is_none() {
+        say!("warning: the served certificate's notAfter is unreadable: no expiry metric");
+    }
+    metrics::serving_until(until);
+}
 
 /// The PEM files the injector serves from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +93,7 @@ impl Reloading {
     pub fn new(files: Files, provider: Arc<CryptoProvider>) -> Result<Reloading, String> {
         let before = stamp(&files);
         let pair = load(&files, &provider)?;
+        show_expiry(&pair);
         Ok(Reloading {
             files,
             provider,
@@ -101,6 +118,7 @@ impl ResolvesServerCert for Reloading {
             current.0 = now;
             match load(&self.files, &self.provider) {
                 Ok(pair) => {
+                    show_expiry(&pair);
                     current.1 = pair;
                     say!("certificate reloaded from {}", self.files.cert.display());
                 }

@@ -70,7 +70,21 @@ impl Pki {
     /// writes it and its key to `dir`/tls.crt and tls.key, replacing any by
     /// rename, as kubelet updates a mounted Secret.
     pub fn issue(&self, dir: &Path, cn: &str) -> (PathBuf, PathBuf) {
+        self.issue_until(dir, cn, None)
+    }
+
+    /// [`Pki::issue`] with `notAfter` at midnight (UTC) of `until`, a
+    /// (year, month, day); rcgen's far-off default without it.
+    pub fn issue_until(
+        &self,
+        dir: &Path,
+        cn: &str,
+        until: Option<(i32, u8, u8)>,
+    ) -> (PathBuf, PathBuf) {
         let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        if let Some((year, month, day)) = until {
+            params.not_after = rcgen::date_time_ymd(year, month, day);
+        }
         params
             .subject_alt_names
             .push(SanType::IpAddress([127, 0, 0, 1].into()));

@@ -205,6 +205,40 @@ pub fn airflow_pod() -> Value {
     pod
 }
 
+/// [`airflow_pod`] with `do_xcom_push=True`: KubernetesPodOperator's
+/// `airflow-xcom-sidecar` (a shell idling until SIGINT) after `base`, both
+/// mounting the `xcom` volume, then istio-proxy.
+pub fn airflow_xcom_pod() -> Value {
+    let mut pod = airflow_pod();
+    let mount = json!({"name": "xcom", "mountPath": "/airflow/xcom"});
+    let mut xcom = container(
+        "airflow-xcom-sidecar",
+        "alpine",
+        Some(&[
+            "sh",
+            "-c",
+            r#"trap "exit 0" INT; while true; do sleep 1; done;"#,
+        ]),
+        &[],
+    );
+    xcom["resources"] = json!({"requests": {"cpu": "1m", "memory": "10Mi"}});
+    xcom["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, mount.clone());
+    let spec = &mut pod["spec"];
+    spec["containers"][0]["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, mount);
+    spec["containers"].as_array_mut().unwrap().insert(1, xcom);
+    spec["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"name": "xcom", "emptyDir": {}}));
+    pod
+}
+
 /// A container `restartPolicyRules` rule: `action` on the exit codes `operator`
 /// (`In`, `NotIn`) `values`.
 pub fn rule(action: &str, operator: &str, values: &[i64]) -> Value {
@@ -268,6 +302,7 @@ pub fn restart_cases() -> Vec<(&'static str, Value, u32)> {
         ("bare-on-failure", bare_on_failure, 29),
         ("spark-driver", spark, 29),
         ("airflow-kpo", airflow_pod(), 29),
+        ("airflow-kpo-xcom", airflow_xcom_pod(), 29),
         (
             "on-failure",
             pod("OnFailure", vec![job_container("job"), istio()]),
