@@ -17,6 +17,9 @@ pub const KEEP_ON_EXIT: &str = "TANDEM_KEEP_ON_EXIT";
 /// the same as `TANDEM_KEEP_ON_EXIT=1-255`): a container that sets it chose for
 /// itself, so the injector writes no [`KEEP_ON_EXIT`] there.
 pub const KEEP_ON_FAILURE: &str = "NEVER_KILL_ISTIO_ON_FAILURE";
+/// The variables by which a container chose its own restart statuses: the
+/// injector (webhook and policy alike) writes no [`KEEP_ON_EXIT`] where one is set.
+pub const OWN_KEEP: [&str; 2] = [KEEP_ON_EXIT, KEEP_ON_FAILURE];
 /// Every job container of the Pod, comma-separated (SPEC §9).
 pub const JOB_CONTAINERS: &str = "TANDEM_JOB_CONTAINERS";
 /// This job container's own name among them (SPEC §9).

@@ -80,7 +80,7 @@ pub const NEVER_QUIT: Spec = Spec {
 };
 /// `--keep-on-failure`
 pub const KEEP_ON_FAILURE: Spec = Spec {
-    vars: &["NEVER_KILL_ISTIO_ON_FAILURE"],
+    vars: &[vars::KEEP_ON_FAILURE],
     help: "adds 1-255 to --keep-on-exit [NEVER_KILL_ISTIO_ON_FAILURE=true]\n\
            (ALWAYS_KILL_ENVOY=true is accepted; stopping after failure is the default)",
     ..Spec::new("--keep-on-failure", Kind::Flag)

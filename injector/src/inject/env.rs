@@ -10,7 +10,7 @@ use super::pod::Container;
 use crate::inject::report::{Fate, Report};
 use crate::layout::SHARED_DIR;
 use crate::sidecars::Sidecar;
-use tandem_common::vars::{KEEP_ON_EXIT, KEEP_ON_FAILURE, MESH, READY_URLS, SEVERAL};
+use tandem_common::vars::{KEEP_ON_EXIT, MESH, OWN_KEEP, READY_URLS, SEVERAL};
 
 /// Splits the known sidecars into those tandem quits and those it only waits
 /// for. Classic sidecars are quit by tandem (their preset); native ones only
@@ -110,7 +110,7 @@ fn variables(
         vars.push(var(SEVERAL[1], c.name.to_string()));
         vars.push(var(SEVERAL[2], SHARED_DIR.to_string()));
     }
-    if !c.keep.is_empty() && !c.sets(KEEP_ON_EXIT) && !c.sets(KEEP_ON_FAILURE) {
+    if !c.keep.is_empty() && !OWN_KEEP.iter().any(|v| c.sets(v)) {
         vars.push(var(KEEP_ON_EXIT, c.keep.to_string()));
     }
     vars

@@ -12,11 +12,11 @@
 //! each string the patch repeats (a container's path, `TANDEM_MESH`'s value, the
 //! job containers' names) is built once.
 
-use super::keep::{self, KEEP_VARS};
+use super::keep;
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, SHARED_VOLUME, TANDEM};
 use crate::left_alone;
 use crate::sidecars::{self, Sidecar};
-use tandem_common::vars;
+use tandem_common::vars::{self, OWN_KEEP};
 
 /// The most containers a Pod the policy changes may have: it bounds the
 /// policy's cost (indexOf on the names makes a Pod's cost grow with the square
@@ -131,7 +131,7 @@ pub fn something_to_do() -> String {
         several = sets_any("c", &SEVERAL),
         other_job = is_job("o"),
         other_runs = runs_tandem("o"),
-        keep = sets_any("c", &KEEP_VARS),
+        keep = sets_any("c", &OWN_KEEP),
         restarts = keep::restarts("c"),
     );
     let first = format!(
@@ -186,7 +186,7 @@ pub fn jobs() -> String {
         ("runs", runs_tandem("c")),
         ("meshFree", format!("!({})", sets_any("c", &MESH_VARS))),
         ("severalFree", format!("!({})", sets_any("c", &SEVERAL))),
-        ("keepFree", format!("!({})", sets_any("c", &KEEP_VARS))),
+        ("keepFree", format!("!({})", sets_any("c", &OWN_KEEP))),
         ("keep", keep::statuses("c")),
     ];
     let each: Vec<String> = fields

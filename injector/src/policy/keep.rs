@@ -3,12 +3,6 @@
 //! webhook writes it (`inject::keep`, `ExitCodes`), and whether a changed Pod's
 //! container may still be missing it.
 
-use tandem_common::vars;
-
-/// The variables a container that chose its own restart statuses sets: the
-/// policy writes no `TANDEM_KEEP_ON_EXIT` there.
-pub const KEEP_VARS: [&str; 2] = [vars::KEEP_ON_EXIT, vars::KEEP_ON_FAILURE];
-
 /// `variables.restart`: the Pod's `restartPolicy` (the API server defaults it
 /// to `Always`; the match conditions have turned such a Pod away).
 pub const RESTART: &str = "has(object.spec.restartPolicy) ? object.spec.restartPolicy : 'Always'";

@@ -7,9 +7,9 @@
 use serde_json::Value;
 
 use super::cel::{MESH_VARS, SEVERAL, quote, ready};
-use super::keep::KEEP_VARS;
 use crate::inject::delivery::{self, Install};
 use crate::layout::{SHARED_DIR, TANDEM};
+use tandem_common::vars::KEEP_ON_EXIT;
 
 /// The JSONPatch that changes the Pod, for `install`'s route: the install
 /// parts and commands on a Pod not changed yet, then the variables.
@@ -107,7 +107,7 @@ fn env_vars() -> [EnvVar; 6] {
             value: quote(SHARED_DIR),
         },
         EnvVar {
-            name: KEEP_VARS[0],
+            name: KEEP_ON_EXIT,
             to: "variables.wrap.filter(j, j.keepFree && j.keep != '')",
             value: "j.keep".into(),
         },
