@@ -208,11 +208,11 @@ impl Roll {
         let mut roll = Roll::default();
         for name in jobs.all.iter().filter(|name| **name != jobs.me) {
             let file = |ending: &str| jobs.dir.join(format!("{name}.{ending}"));
-            if exists(&file("done"))? {
+            if file("done").try_exists()? {
                 continue;
             }
             // Before the lock: a container between runs is not one that vanished.
-            if exists(&file("again"))? {
+            if file("again").try_exists()? {
                 roll.again.push(name.clone());
                 continue;
             }
@@ -262,15 +262,6 @@ impl Roll {
                 "{name} ended without recording that it finished (its tandem was killed): counting it as finished"
             );
         }
-    }
-}
-
-/// Whether a file exists; any other failure to look is an error.
-fn exists(path: &std::path::Path) -> io::Result<bool> {
-    match File::open(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Waiting for the other job containers without timers or polling (SPEC §9): a
 //! thread of its own sleeps in the kernel, on a running sibling's lock (granted
 //! when its tandem is gone, however it went) or on inotify for a not-started
-//! one's `.alive` to appear or a between-runs one's `.again` to go, then wakes the main thread through the event channel,
-//! where a terminating signal can end the wait first.
+//! one's `.alive` to appear or a between-runs one's `.again` to go, then wakes
+//! the main thread through the event channel, where a terminating signal can end
+//! the wait first.
 
 use std::fs::File;
 use std::io::{self, ErrorKind, Read};
