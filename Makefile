@@ -34,6 +34,8 @@ LINT_BIN = $(LINT_VENV)/bin
 # checkov for `make restricted`, from .ci/checkov/requirements.txt: a venv of its own,
 # since it pins packaging below 24 and brings about 95 packages the linters need not share.
 CHECKOV_VENV = target/checkov
+# Helm v4's library (helm-python-sdk) for `make chart`, from .ci/helm/requirements.txt.
+HELM_VENV = target/helm
 WORKFLOWS = $(wildcard .github/workflows/*.yml)
 DOCKERFILES = Dockerfile.distroless
 
@@ -86,7 +88,7 @@ demo-envoy: envoy
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
 test: skips-reset lint lint-ci unit test-musl deps static size check-static smoke arm64 tls \
-	manifests restricted pods package injector injector-manifests injector-pods
+	manifests restricted pods package injector injector-manifests injector-pods chart
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -114,7 +116,7 @@ lint-ci: lint-tools
 lint-tools: $(LINT_VENV)/installed
 
 # One venv per hash-locked requirements file: .ci/NAME/requirements.txt → target/NAME.
-$(LINT_VENV)/installed $(CHECKOV_VENV)/installed: target/%/installed: .ci/%/requirements.txt
+$(LINT_VENV)/installed $(CHECKOV_VENV)/installed $(HELM_VENV)/installed: target/%/installed: .ci/%/requirements.txt
 	rm -rf target/$*
 	python3 -m venv target/$*
 	target/$*/bin/pip install --quiet --disable-pip-version-check --require-hashes \
@@ -370,6 +372,28 @@ injector-pods: envoy injector-test
 
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review
+
+## chart: charts/tandem-injector, offline, with Helm v4's own library (the pinned
+## helm-python-sdk in $(HELM_VENV)): for each documented combination of values,
+## helm lint --strict, the values against values.schema.json and a render; its
+## webhook configuration and policies are what `tandem-injector webhook` and
+## `policy` print for the same options, its Deployment, Service, ServiceAccount
+## and PodDisruptionBudget are deploy/tandem-injector.yaml's, its cert-manager
+## resources deploy/cert-manager.yaml's, its PrometheusRule docs/injector.md's
+## alert rules; everything validates strictly for Kubernetes 1.29, 1.33 and 1.36
+## (policies 1.36, 1.37), Pod Security "restricted"; a misspelt value fails; the
+## generated files are current (injector/scripts/chart.py).
+## chart-files: writes those generated files (files/ from the binary and the
+## docs' alert rules, the tables of values from the schema).
+.PHONY: chart chart-files
+chart: lint-tools $(HELM_VENV)/installed
+	$(CARGO) build --locked -p tandem-injector
+	$(HELM_VENV)/bin/python injector/scripts/chart.py check target/debug/tandem-injector \
+		$(LINT_BIN) target/chart
+
+chart-files: $(HELM_VENV)/installed
+	$(CARGO) build --locked -p tandem-injector
+	$(HELM_VENV)/bin/python injector/scripts/chart.py files target/debug/tandem-injector
 
 ## e2e-audit: audit before enabling (SPEC §10.8) in a real API server on loopback
 ## (injector/scripts/e2e_audit.py): a Job labelled audit and an unlabelled Job in a
