@@ -41,6 +41,9 @@ pub const INSTALL_UID: u32 = 65532;
 /// The annotation's prefix that gives a container's entrypoint; the
 /// container's name follows (`tandem.dev/entrypoint.NAME`).
 pub const ENTRYPOINT_ANNOTATION: &str = "tandem.dev/entrypoint.";
+/// The Pod annotation that chooses its route (SPEC §12): `native` or `wrap`,
+/// over the injector's `--route`.
+pub const ROUTE_ANNOTATION: &str = "tandem.dev/route";
 /// The annotation every reviewed Job Pod gets: what the review did, one line.
 pub const INJECTION_ANNOTATION: &str = "tandem.dev/injection";
 

@@ -62,6 +62,10 @@ pub struct Sidecar {
     pub port_var: Option<&'static str>,
     /// Its quit endpoint, when a setting must turn it on.
     pub off: Option<Off>,
+    /// A mesh proxy: the Pod's traffic is redirected through it. On the native
+    /// route (SPEC §12) it starts before every other sidecar, whose traffic
+    /// would otherwise go to a proxy that does not run yet.
+    pub redirects: bool,
 }
 
 /// Every sidecar, in the order of SPEC §6 (and of the injector's `TANDEM_MESH`).
@@ -79,6 +83,7 @@ pub const SIDECARS: &[Sidecar] = &[
         }),
         port_var: None,
         off: None,
+        redirects: true,
     },
     Sidecar {
         preset: "envoy",
@@ -93,6 +98,7 @@ pub const SIDECARS: &[Sidecar] = &[
         }),
         port_var: None,
         off: None,
+        redirects: false,
     },
     Sidecar {
         preset: "linkerd",
@@ -113,6 +119,7 @@ pub const SIDECARS: &[Sidecar] = &[
             setting: "config.linkerd.io/proxy-admin-shutdown: enabled",
             beneath: Some("it sets the proxy's LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true"),
         }),
+        redirects: true,
     },
     Sidecar {
         preset: "cloudsql",
@@ -135,6 +142,7 @@ pub const SIDECARS: &[Sidecar] = &[
             setting: "--quitquitquit",
             beneath: None,
         }),
+        redirects: false,
     },
     Sidecar {
         preset: "dapr",
@@ -151,6 +159,7 @@ pub const SIDECARS: &[Sidecar] = &[
         }),
         port_var: Some("DAPR_HTTP_PORT"),
         off: None,
+        redirects: false,
     },
     Sidecar {
         preset: "vault",
@@ -170,6 +179,7 @@ pub const SIDECARS: &[Sidecar] = &[
             setting: "vault.hashicorp.com/agent-enable-quit: \"true\"",
             beneath: None,
         }),
+        redirects: false,
     },
 ];
 
@@ -262,6 +272,16 @@ mod tests {
         assert_eq!(names(), "istio, envoy, linkerd, cloudsql, dapr or vault");
         assert_eq!(by_preset("consul"), None);
         assert_eq!(by_container("fluent-bit"), None);
+    }
+
+    #[test]
+    fn the_mesh_proxies_are_istios_and_linkerds() {
+        let proxies: Vec<&str> = SIDECARS
+            .iter()
+            .filter(|s| s.redirects)
+            .map(|s| s.preset)
+            .collect();
+        assert_eq!(proxies, ["istio", "linkerd"]);
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn answer_looking(
 ) -> Result<Answer, String> {
     answer_with(body, install, scope, |request| {
         let mut images = Images::new();
-        for (container, image) in inject::wanted(request, scope) {
+        for (container, image) in inject::wanted(request, scope, install.route) {
             images.insert(container, registry.lookup(&image, deadline).0);
         }
         images

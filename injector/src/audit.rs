@@ -21,6 +21,7 @@ pub mod would;
 use serde_json::Value;
 
 use crate::inject;
+use crate::inject::route::Route;
 
 /// Which Pod: where it is and who owns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,9 +86,10 @@ pub struct Audit {
     pub pods: usize,
 }
 
-/// Audits `pods`: those that do not run to completion (`restartPolicy:
-/// Always`, a Deployment's) are counted and left out.
-pub fn audit(pods: &[Value]) -> Audit {
+/// Audits `pods` as `route` would change them (unless a Pod's annotation names
+/// another): those that do not run to completion (`restartPolicy: Always`, a
+/// Deployment's) are counted and left out.
+pub fn audit(pods: &[Value], route: Route) -> Audit {
     let mut out = Audit {
         pods: pods.len(),
         ..Audit::default()
@@ -105,7 +107,7 @@ pub fn audit(pods: &[Value]) -> Audit {
         }
         out.injection.push(Injection {
             pod: which,
-            would: would::would(pod),
+            would: would::would(pod, route),
         });
     }
     out.stuck.sort_by(|a, b| a.pod.key().cmp(&b.pod.key()));

@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use crate::registry::{self, Allow, Credentials};
 use crate::server::Limits;
 use crate::server::tls::Files;
@@ -31,7 +32,7 @@ pub use help::{HELP_WIDTH, help};
 use options::{CERT, Command, Given, IMAGE, KEY, Setting};
 use values::{
     missing, parse_duration, parse_failure_policy, parse_image, parse_listen, parse_mode,
-    parse_output,
+    parse_output, parse_route,
 };
 
 /// Exit status for bad usage (sysexits' EX_USAGE).
@@ -99,7 +100,7 @@ pub fn parse(
     }
 }
 
-/// `--image` (required) and `--install`.
+/// `--image` (required), `--install` and `--route`.
 fn install(given: &Given) -> Result<Install, String> {
     let image = match &given.image {
         Some(Setting { from, value }) => parse_image(from, value)?,
@@ -108,7 +109,16 @@ fn install(given: &Given) -> Result<Install, String> {
     Ok(Install {
         image,
         mode: mode(given)?,
+        route: route(given)?,
     })
+}
+
+/// `--route`, `wrap` when not given.
+fn route(given: &Given) -> Result<Route, String> {
+    match &given.route {
+        Some(Setting { from, value }) => parse_route(from, value),
+        None => Ok(Route::default()),
+    }
 }
 
 /// `audit`'s FILE (`-` or none: standard input) and `--output`.
@@ -118,7 +128,12 @@ fn audit(given: &Given) -> Result<crate::audit::command::Args, String> {
         None => Output::default(),
     };
     let input = given.input.clone().filter(|f| f != "-").map(PathBuf::from);
-    Ok(crate::audit::command::Args { input, output })
+    let route = route(given)?;
+    Ok(crate::audit::command::Args {
+        input,
+        output,
+        route,
+    })
 }
 
 /// `--install`, `emptydir` when not given.
@@ -404,6 +419,7 @@ mod tests {
         let expected = Install {
             image: "img:1".into(),
             mode: Mode::ImageVolume,
+            route: Route::Wrap,
         };
         assert_eq!(
             run("policy --image img:1", &vars),

@@ -7,20 +7,24 @@
 use crate::admission;
 use crate::inject::Scope;
 use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use base64::Engine as _;
 use serde_json::Value;
 
-/// Any bytes as a review body, through every route (each with one install
-/// mode): an error is one line; an answer is a v1 review allowing the request
-/// with its uid, its patch only adds under `/spec` or the one-line annotation
-/// `tandem.dev/injection`, or replaces a `command`, applies to the Pod it came
+/// Any bytes as a review body, through every path (each with one install
+/// mode) and both routes: an error is one line; an answer is a v1 review
+/// allowing the request with its uid, its patch only adds under `/spec` or the
+/// one-line annotation `tandem.dev/injection`, replaces a `command`, or (the
+/// native route) removes a container it moved, applies to the Pod it came
 /// with, and a second review of the patched Pod changes nothing (reinvocation).
 pub fn review(data: &[u8]) {
     let modes = [Mode::EmptyDir, Mode::ImageVolume, Mode::EmptyDir];
-    for (scope, mode) in Scope::ALL.into_iter().zip(modes) {
+    let each = Scope::ALL.into_iter().zip(modes);
+    for ((scope, mode), route) in each.flat_map(|s| [(s, Route::Wrap), (s, Route::Native)]) {
         let install = Install {
             image: "registry.example.com/tandem:1".into(),
             mode,
+            route,
         };
         let answer = match admission::answer(data, &install, scope) {
             Ok(answer) => answer,
@@ -49,7 +53,7 @@ pub fn review(data: &[u8]) {
         raw.as_array()
             .expect("the patch is a list")
             .iter()
-            .for_each(check_op);
+            .for_each(|op| check_op(op, route));
         let ops: json_patch::Patch =
             serde_json::from_slice(&bytes).expect("the patch is JSONPatch");
         let mut pod = input["request"]["object"].clone();
@@ -68,15 +72,21 @@ pub fn review(data: &[u8]) {
     }
 }
 
-/// One operation of a patch: an add, or a replace of a command, inside the
-/// Pod's spec or on its `tandem.dev/injection` annotation (one line).
-fn check_op(op: &Value) {
+/// One operation of a patch: an add, a replace of a command, or on the native
+/// `route` the removal of a container it moved, inside the Pod's spec or on
+/// its `tandem.dev/injection` annotation (one line).
+fn check_op(op: &Value, route: Route) {
     let path = op["path"].as_str().expect("an op has a path");
     let adds = op["op"] == "add";
     let prefixes = op["op"] == "replace" && path.ends_with("/command");
+    let moves = route == Route::Native
+        && op["op"] == "remove"
+        && path
+            .strip_prefix("/spec/containers/")
+            .is_some_and(|i| i.parse::<usize>().is_ok());
     assert!(
-        adds || prefixes,
-        "the injector only adds and prefixes commands: {op}"
+        adds || prefixes || moves,
+        "the injector only adds, prefixes commands and moves sidecars: {op}"
     );
     let annotation =
         path == "/metadata/annotations" || path == "/metadata/annotations/tandem.dev~1injection";
@@ -177,7 +187,7 @@ pub fn audit_list(data: &[u8]) {
             return;
         }
     };
-    let found = audit::audit(&pods);
+    let found = audit::audit(&pods, Route::Wrap);
     assert!(found.injection.len() <= pods.len());
     for s in &found.stuck {
         assert!(!s.sidecars.is_empty(), "{s:?}");

@@ -14,15 +14,18 @@ pub mod delivery;
 pub mod entrypoint;
 mod env;
 pub mod keep;
+pub mod native;
 mod patch;
 mod pod;
 pub mod report;
+pub mod route;
 mod scope;
 pub mod selectors;
 
 use delivery::Install;
 pub use entrypoint::Images;
 use report::Report;
+use route::Route;
 
 pub use pod::is_job;
 use pod::{changed_earlier, containers, known};
@@ -67,11 +70,17 @@ pub fn plan_with(request: &Value, install: &Install, scope: Scope, images: &Imag
     }
 }
 
-/// The plan for `pod`, a Pod in scope that `opted` in (named `name` in the log):
-/// under audit, the same decisions with nothing but the annotation applied.
+/// The plan for `pod`, a Pod in scope that `opted` in (named `name` in the log),
+/// on the route its annotation or `install` gives (SPEC §12): under audit, the
+/// same decisions with nothing but the annotation applied.
 pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images: &Images) -> Plan {
-    let (mut patch, mut report) =
-        change(pod, install, images).unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    let chosen = route::choose(&pod["metadata"], install.route);
+    let changed = match chosen.route {
+        Route::Wrap => change(pod, install, images),
+        Route::Native => change_native(pod, install),
+    };
+    let (mut patch, mut report) = changed.unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    report.route_not_understood = chosen.not_understood;
     report.audit = opted == Opted::Audit;
     if report.audit {
         patch.clear();
@@ -87,16 +96,21 @@ pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images
 
 /// The job containers without `command` (and no entrypoint annotation) of the
 /// Pod `request` would change, with their images: what must be looked up in
-/// a registry before [`plan_with`]. Empty for every other request.
-pub fn wanted(request: &Value, scope: Scope) -> Vec<(String, String)> {
+/// a registry before [`plan_with`]. Empty for every other request, and for a
+/// Pod on the native route (`route`, unless its annotation names one), which
+/// touches no job container.
+pub fn wanted(request: &Value, scope: Scope, route: Route) -> Vec<(String, String)> {
     match select(request, scope) {
-        Ok((pod, _, _)) => wanted_in(pod),
+        Ok((pod, _, _)) => wanted_in(pod, route),
         Err(_) => Vec::new(),
     }
 }
 
 /// [`wanted`] for a Pod already selected.
-pub fn wanted_in(pod: &Value) -> Vec<(String, String)> {
+pub fn wanted_in(pod: &Value, route: Route) -> Vec<(String, String)> {
+    if route::choose(&pod["metadata"], route).route == Route::Native {
+        return Vec::new();
+    }
     let Some(spec) = pod["spec"].as_object() else {
         return Vec::new();
     };
@@ -172,10 +186,26 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
     Ok((patch, report))
 }
 
+/// The native route's change for an opted-in Pod (SPEC §12) and its report,
+/// or the problem that prevents it.
+fn change_native(pod: &Value, install: &Install) -> Result<(Vec<Value>, Report), String> {
+    let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
+    let main = containers(spec, "containers")?;
+    let init = containers(spec, "initContainers")?;
+    let (moves, patch) = native::plan(spec, &main, &init, install)?;
+    let report = Report {
+        native: Some(moves),
+        ..Report::default()
+    };
+    Ok((patch, report))
+}
+
 #[cfg(test)]
 mod entrypoint_tests;
 #[cfg(test)]
 mod left_alone_tests;
+#[cfg(test)]
+mod native_tests;
 #[cfg(test)]
 mod restart_tests;
 #[cfg(test)]

@@ -28,6 +28,13 @@ const FAMILIES: &[Family] = &[
         label: "outcome",
     },
     Family {
+        name: "tandem_injector_reviews_by_route_total",
+        help: "Reviews of Pods in scope (audited ones too), by the route they took: \
+               wrap (tandem around the job containers) or native (the \
+               sidecars moved to native sidecars).",
+        label: "route",
+    },
+    Family {
         name: "tandem_injector_containers_wrapped_total",
         help: "Job containers wrapped in tandem, by how their command was found.",
         label: "found",
@@ -73,6 +80,8 @@ counters! {
     ReviewChanged = "tandem_injector_reviews_total" "changed",
     ReviewUnchanged = "tandem_injector_reviews_total" "unchanged",
     ReviewAudited = "tandem_injector_reviews_total" "audited",
+    RouteWrap = "tandem_injector_reviews_by_route_total" "wrap",
+    RouteNative = "tandem_injector_reviews_by_route_total" "native",
     WrappedSpec = "tandem_injector_containers_wrapped_total" "spec",
     WrappedEarlier = "tandem_injector_containers_wrapped_total" "earlier",
     WrappedRegistry = "tandem_injector_containers_wrapped_total" "registry",

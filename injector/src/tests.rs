@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use crate::inject::{Images, Plan, Scope, plan_with};
 
 #[path = "../tests/support/pods.rs"]
@@ -12,11 +13,17 @@ pub(crate) mod pods;
 
 pub(crate) use pods::{apply, strings};
 
-/// The published tandem image, through the route `mode`.
+/// The published tandem image, through `mode`, on the wrap route.
 pub(crate) fn install(mode: Mode) -> Install {
+    install_on(mode, Route::Wrap)
+}
+
+/// The published tandem image, through `mode`, on `route`.
+pub(crate) fn install_on(mode: Mode, route: Route) -> Install {
     Install {
         image: pods::TANDEM_IMAGE.into(),
         mode,
+        route,
     }
 }
 

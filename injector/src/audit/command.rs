@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{audit, list, render};
+use crate::inject::route::Route;
 use crate::say;
 
 /// sysexits' EX_DATAERR: the input is not a List of Pods.
@@ -34,6 +35,8 @@ pub struct Args {
     pub input: Option<PathBuf>,
     /// How to print it.
     pub output: Output,
+    /// The route each Pod would take unless its annotation names one (`--route`).
+    pub route: Route,
 }
 
 /// Runs the audit `args` asks for: the report on stdout, or one line on
@@ -42,7 +45,7 @@ pub fn run(args: &Args) -> ExitCode {
     let text = match read(args).and_then(|data| {
         let pods = list::pods(&data)
             .map_err(|why| (EX_DATAERR, format!("audit: {}: {why}", name(args))))?;
-        Ok(audit(&pods))
+        Ok(audit(&pods, args.route))
     }) {
         Ok(audit) => match args.output {
             Output::Table => render::table(&audit),

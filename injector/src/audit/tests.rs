@@ -3,6 +3,7 @@
 //! the injection would do (the webhook's own plan), the List read, the table
 //! and the JSON, the command line.
 
+use crate::inject::route::Route;
 use serde_json::{Value, json};
 
 use super::command::{Args, Output};
@@ -207,7 +208,7 @@ fn a_pod_that_restarts_for_ever_is_left_out_whoever_owns_it() {
         "p",
         &states,
     );
-    let found = audit(&[always, unset, bare]);
+    let found = audit(&[always, unset, bare], Route::Wrap);
     assert_eq!(found.pods, 3);
     let pods: Vec<&str> = found.injection.iter().map(|i| i.pod.pod.as_str()).collect();
     assert_eq!(pods, ["p"]);
@@ -250,6 +251,7 @@ fn webhook_line(pod: &Value, images: &Images) -> String {
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
         mode: Mode::EmptyDir,
+        route: Route::Wrap,
     };
     let request = review("uid-1", pod)["request"].clone();
     let plan = plan_with(&request, &install, Scope::Label, images);
@@ -261,7 +263,7 @@ fn what_the_injection_would_do_is_the_webhooks_own_annotation() {
     for (name, pod) in pods::cases() {
         let request = review("uid-1", &pod)["request"].clone();
         // A registry's answer for each image it would look up.
-        let images: Images = crate::inject::wanted(&request, Scope::Label)
+        let images: Images = crate::inject::wanted(&request, Scope::Label, Route::Wrap)
             .into_iter()
             .map(|(c, _)| {
                 (
@@ -277,7 +279,7 @@ fn what_the_injection_would_do_is_the_webhooks_own_annotation() {
             "entrypoint from the registry",
             "needs its image's entrypoint",
         );
-        let got = would::would(&stored(pod.clone(), "ns", "p", &[]));
+        let got = would::would(&stored(pod.clone(), "ns", "p", &[]), Route::Wrap);
         assert_eq!(got, expected, "{name}");
         if name == "no-command" {
             assert!(
@@ -291,10 +293,18 @@ fn what_the_injection_would_do_is_the_webhooks_own_annotation() {
             .as_object_mut()
             .unwrap()
             .remove("tandem.dev/inject");
-        assert_eq!(would::would(&unlabelled), expected, "{name}, unlabelled");
+        assert_eq!(
+            would::would(&unlabelled, Route::Wrap),
+            expected,
+            "{name}, unlabelled"
+        );
         let mut audited = pod.clone();
         audited["metadata"]["labels"]["tandem.dev/inject"] = json!("audit");
-        assert_eq!(would::would(&audited), expected, "{name}, audit");
+        assert_eq!(
+            would::would(&audited, Route::Wrap),
+            expected,
+            "{name}, audit"
+        );
     }
 }
 
@@ -303,12 +313,13 @@ fn a_pod_that_opts_out_would_be_left_alone_and_an_injected_one_is_said_so() {
     let mut pod = classic("j");
     pod["metadata"]["labels"]["tandem.dev/inject"] = json!("disabled");
     assert_eq!(
-        would::would(&pod),
+        would::would(&pod, Route::Wrap),
         "nothing: its label tandem.dev/inject: disabled opts it out"
     );
     let install = Install {
         image: pods::TANDEM_IMAGE.into(),
         mode: Mode::EmptyDir,
+        route: Route::Wrap,
     };
     let plan = crate::inject::plan(
         &review("u", &classic("j"))["request"],
@@ -319,7 +330,7 @@ fn a_pod_that_opts_out_would_be_left_alone_and_an_injected_one_is_said_so() {
     let ops: json_patch::Patch = serde_json::from_value(Value::Array(plan.patch)).unwrap();
     json_patch::patch(&mut injected, &ops).unwrap();
     assert_eq!(
-        would::would(&injected),
+        would::would(&injected, Route::Wrap),
         "wrapped job (by an earlier review)"
     );
 }
@@ -406,7 +417,7 @@ fn the_audit_lists_the_stuck_pods_and_every_pod_in_scope_sorted_by_namespace_and
         stuck,
         injection,
         pods,
-    } = audit(&pods);
+    } = audit(&pods, Route::Wrap);
     assert_eq!(pods, 7);
     let which = |p: &super::Pod| {
         let owner = p.owner.clone().unwrap_or_default();
@@ -468,7 +479,7 @@ fn the_audit_lists_the_stuck_pods_and_every_pod_in_scope_sorted_by_namespace_and
 
 #[test]
 fn the_table_keeps_to_80_columns_and_the_json_to_its_documented_shape() {
-    let audit = audit(&list::pods(&list_of(cluster())).unwrap());
+    let audit = audit(&list::pods(&list_of(cluster())).unwrap(), Route::Wrap);
     let table = render::table(&audit);
     let expected = "\
 Stuck on their sidecars (every job container has ended for good, these run on):
@@ -541,7 +552,7 @@ fn long_names_put_the_last_column_under_its_row_and_nothing_to_audit_says_so() {
         &format!("{job}-x7k2p"),
         &[],
     );
-    let table = render::table(&audit(&[pod]));
+    let table = render::table(&audit(&[pod], Route::Wrap));
     let lines: Vec<&str> = table.lines().collect();
     assert!(
         lines[4].starts_with("team-data-platform  Job/a-cronjob"),
@@ -551,7 +562,7 @@ fn long_names_put_the_last_column_under_its_row_and_nothing_to_audit_says_so() {
         lines[5], "    wrapped job (command from the spec; added TANDEM_MESH=istio)",
         "{table}"
     );
-    let empty = audit(&list::pods(&list_of(vec![])).unwrap());
+    let empty = audit(&list::pods(&list_of(vec![])).unwrap(), Route::Wrap);
     assert_eq!(
         render::table(&empty),
         "No Pod that runs to completion among the 0 Pods read: nothing to audit.\n"
@@ -562,7 +573,7 @@ fn long_names_put_the_last_column_under_its_row_and_nothing_to_audit_says_so() {
     );
     let mut forged = classic("j");
     forged["metadata"]["name"] = json!("j-1\n\x1b[31mforged");
-    assert!(render::table(&audit(&[forged])).contains("j-1\\n\\u{1b}[31mforged"));
+    assert!(render::table(&audit(&[forged], Route::Wrap)).contains("j-1\\n\\u{1b}[31mforged"));
 }
 
 #[test]
@@ -634,6 +645,7 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         Ok(Task::Audit(Args {
             input: Some(f.into()),
             output,
+            route: Route::Wrap,
         }))
     };
     assert_eq!(cli("audit"), Ok(Task::Audit(Args::default())));
@@ -666,7 +678,7 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         ("audit a.json b.json", "unexpected argument \"b.json\""),
         (
             "--image i audit",
-            "--image is not an option of audit, which takes --output",
+            "--image is not an option of audit, which takes --route and --output",
         ),
         (
             "audit --install emptydir",
@@ -678,5 +690,8 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         let err = cli(args).unwrap_err();
         assert!(err.starts_with(expected), "{args}: {err}");
     }
-    assert!(crate::cli::help().contains("tandem-injector audit [FILE|-] [--output table|json]"));
+    assert!(
+        crate::cli::help()
+            .contains("tandem-injector audit [FILE|-] [--route ROUTE] [--output table|json]")
+    );
 }

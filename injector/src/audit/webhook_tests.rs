@@ -2,6 +2,7 @@
 //! Pods, through each route, the plan is the one `enabled` gets with nothing
 //! applied but the annotation, its words starting `audit: `.
 
+use crate::inject::route::Route;
 use serde_json::{Value, json};
 
 use crate::inject::Images;
@@ -14,6 +15,7 @@ fn install() -> Install {
     Install {
         image: pods::TANDEM_IMAGE.into(),
         mode: Mode::EmptyDir,
+        route: Route::Wrap,
     }
 }
 
@@ -126,12 +128,15 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
         .1;
     let audit = labelled(&pod, Some("audit"));
     let request = |pod: &Value| review("u", pod)["request"].clone();
-    let wanted_audit = wanted(&request(&audit), Scope::Label);
-    assert_eq!(wanted_audit, wanted(&request(&pod), Scope::Label));
+    let wanted_audit = wanted(&request(&audit), Scope::Label, Route::Wrap);
+    assert_eq!(
+        wanted_audit,
+        wanted(&request(&pod), Scope::Label, Route::Wrap)
+    );
     assert_eq!(wanted_audit, [("uploader".into(), pods::JOB_IMAGE.into())]);
     let namespace = labelled(&pod, None);
     assert_eq!(
-        wanted(&request(&namespace), Scope::NamespaceAudit),
+        wanted(&request(&namespace), Scope::NamespaceAudit, Route::Wrap),
         wanted_audit
     );
     let config = ImageConfig {

@@ -9,20 +9,22 @@ use serde_json::Value;
 use crate::inject::Images;
 use crate::inject::delivery::{Install, Mode};
 use crate::inject::report::{Fate, Found};
+use crate::inject::route::Route;
 use crate::inject::{self, Opted};
 use crate::layout::{AUDIT, ENABLED, LABEL};
 use crate::registry::ImageConfig;
 
-/// The annotation's words for `pod`, a Pod that runs to completion; a Pod whose own label opts
-/// it out says so.
-pub fn would(pod: &Value) -> String {
+/// The annotation's words for `pod`, a Pod that runs to completion, on
+/// `route` unless its annotation names one; a Pod whose own label opts it out
+/// says so.
+pub fn would(pod: &Value, route: Route) -> String {
     match pod["metadata"]["labels"][LABEL].as_str() {
         Some(label) if label != ENABLED && label != AUDIT => {
             return crate::say::escape(&format!("nothing: its label {LABEL}: {label} opts it out"));
         }
         _ => {}
     }
-    let wanted = inject::wanted_in(pod);
+    let wanted = inject::wanted_in(pod, route);
     // Stands in for each image's configuration: the plan goes on as when the
     // registry answers, and the container's fate then says what is missing.
     let images: Images = wanted
@@ -35,10 +37,11 @@ pub fn would(pod: &Value) -> String {
             (container.clone(), Ok(config))
         })
         .collect();
-    // The words never name the image or the route: any will do.
+    // The words never name the image or how it gets in: any will do.
     let install = Install {
         image: "tandem".into(),
         mode: Mode::default(),
+        route,
     };
     let plan = inject::plan_pod(pod, "", Opted::Enabled, &install, &images);
     let Some(mut report) = plan.report else {

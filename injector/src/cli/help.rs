@@ -18,9 +18,9 @@ or OnFailure: a Job's, a bare Pod, ...; README: Automatic injection).
 
 Usage:
   tandem-injector --tls-cert PEM --tls-key PEM --image IMAGE [OPTIONS]
-  tandem-injector policy --image IMAGE [--install MODE]
+  tandem-injector policy --image IMAGE [--install MODE] [--route ROUTE]
   tandem-injector webhook [--install MODE] [--failure-policy Fail|Ignore]
-  tandem-injector audit [FILE|-] [--output table|json]
+  tandem-injector audit [FILE|-] [--route ROUTE] [--output table|json]
   tandem-injector --help | --version
 
 Options (variable in brackets; an option overrides its variable):

@@ -68,6 +68,7 @@ pub struct Given {
     pub registry_allow: Option<Setting>,
     pub output: Option<Setting>,
     pub failure_policy: Option<Setting>,
+    pub route: Option<Setting>,
     /// `audit`'s FILE: the free word after the command's.
     pub input: Option<OsString>,
 }
@@ -182,13 +183,23 @@ pub(super) const FAILURE_POLICY: Opt = Opt {
     commands: &[Command::Webhook],
     field: |g| &mut g.failure_policy,
 };
+pub(super) const ROUTE: Opt = Opt {
+    flag: "--route",
+    var: "TANDEM_INJECTOR_ROUTE",
+    value: "ROUTE",
+    help: "wrap (tandem around the job containers; default) or native (the sidecars \
+           moved to native sidecars, kubelets 1.29+); a Pod's tandem.dev/route wins",
+    commands: &[Command::Serve, Command::Policy, Command::Audit],
+    field: |g| &mut g.route,
+};
 /// Every option, in the order `--help` lists them.
-pub(super) const OPTIONS: [&Opt; 11] = [
+pub(super) const OPTIONS: [&Opt; 12] = [
     &LISTEN,
     &CERT,
     &KEY,
     &IMAGE,
     &INSTALL,
+    &ROUTE,
     &DRAIN,
     &REGISTRY_AUTH,
     &REGISTRY_CA,

@@ -8,6 +8,7 @@ use super::options::Opt;
 use crate::audit::command::Output;
 use crate::duration;
 use crate::inject::delivery::Mode;
+use crate::inject::route::Route;
 use crate::webhook::FailurePolicy;
 
 /// A duration setting; `positive`: zero is refused too.
@@ -55,6 +56,16 @@ pub(super) fn parse_mode(from: &str, value: &OsString) -> Result<Mode, String> {
         format!(
             "{from} {value:?}: expected {} (image-volume needs Kubernetes 1.35+)",
             Mode::NAMES.join(" or ")
+        )
+    })
+}
+
+/// `--route`: one of the routes' names.
+pub(super) fn parse_route(from: &str, value: &OsString) -> Result<Route, String> {
+    value.to_str().and_then(Route::from_name).ok_or_else(|| {
+        format!(
+            "{from} {value:?}: expected {} (native needs every kubelet at 1.29+)",
+            Route::NAMES.join(" or ")
         )
     })
 }

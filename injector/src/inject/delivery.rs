@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::route::Route;
 use crate::layout::{
     BIN_DIR, BIN_VOLUME, IMAGE_BINARY, INSTALL_CONTAINER, INSTALL_DIR, INSTALL_UID, SHARED_DIR,
     SHARED_VOLUME, TOKEN_DIR,
@@ -43,13 +44,16 @@ impl Mode {
     }
 }
 
-/// The tandem image and the route it takes: what the injection adds for the binary.
+/// What the injection adds to a Pod: the tandem image, how its binary gets in,
+/// and the route a Pod takes unless its annotation names one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Install {
     /// The tandem image (`--image`).
     pub image: String,
-    /// The route (`--install`).
+    /// How the binary gets in (`--install`).
     pub mode: Mode,
+    /// The Pods' route (`--route`, SPEC §12).
+    pub route: Route,
 }
 
 impl Install {
@@ -139,6 +143,7 @@ mod tests {
         let install = Install {
             image: "ghcr.io/x/tandem:1".into(),
             mode: Mode::ImageVolume,
+            route: Route::Wrap,
         };
         let volume = install.volume();
         assert_eq!(volume["image"]["reference"], "ghcr.io/x/tandem:1");

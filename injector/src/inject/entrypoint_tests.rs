@@ -2,6 +2,7 @@
 //! registry said of their image, or from the annotation, or left with the
 //! reason; each patch applied (json-patch) and the resulting container checked.
 
+use crate::inject::route::Route;
 use serde_json::{Value, json};
 
 use super::*;
@@ -48,7 +49,7 @@ fn what_wanted_lists_is_each_job_container_without_command_or_annotation() {
     );
     pod["metadata"]["annotations"]["tandem.dev/entrypoint.d"] = json!("[\"/d\"]");
     let request = review("uid-1", &pod)["request"].clone();
-    let wanted = wanted(&request, Scope::Label);
+    let wanted = wanted(&request, Scope::Label, Route::Wrap);
     assert_eq!(
         wanted,
         [("a".into(), "img-a".into()), ("c".into(), "img-c".into())]
@@ -56,7 +57,7 @@ fn what_wanted_lists_is_each_job_container_without_command_or_annotation() {
     let mut other = pod.clone();
     other["metadata"]["labels"]["tandem.dev/inject"] = json!("disabled");
     let request = review("uid-1", &other)["request"].clone();
-    assert!(super::wanted(&request, Scope::Label).is_empty());
+    assert!(super::wanted(&request, Scope::Label, Route::Wrap).is_empty());
 }
 
 /// Every row of Kubernetes' table through the whole plan: what the patched

@@ -2,6 +2,7 @@
 //! the API server sends them: Airflow's XCom container is neither wrapped, nor
 //! a job container of §9, nor a sidecar tandem quits, and the annotation says so.
 
+use crate::inject::route::Route;
 use serde_json::Value;
 
 use super::wanted_in;
@@ -77,7 +78,7 @@ fn the_xcom_container_without_command_is_never_looked_up() {
     let image = |name: &str| container(name, "registry.example.com/x:1", None, &[]);
     pod["spec"]["containers"][1] = image("airflow-xcom-sidecar");
     pod["spec"]["containers"][0] = image("base");
-    let wanted = wanted_in(&pod);
+    let wanted = wanted_in(&pod, Route::Wrap);
     assert_eq!(
         wanted,
         [("base".to_string(), "registry.example.com/x:1".to_string())]

@@ -11,7 +11,9 @@ use crate::metrics::{self, Counter};
 use crate::registry::Failure;
 use crate::say;
 
-use crate::layout::INJECTION_ANNOTATION;
+use super::native::{Moves, Wait};
+use super::route::Route;
+use crate::layout::{INJECTION_ANNOTATION, ROUTE_ANNOTATION};
 use crate::left_alone::LeftAlone;
 
 /// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
@@ -153,6 +155,10 @@ pub struct Report {
     /// Audit (`tandem.dev/inject: audit`): nothing was changed; the line says
     /// what would have been, starting `audit: `, and no warning goes out.
     pub audit: bool,
+    /// The native route's moves (SPEC §12), when the Pod took that route.
+    pub native: Option<Moves>,
+    /// The Pod's `tandem.dev/route` annotation, when it named no route.
+    pub route_not_understood: Option<String>,
 }
 
 impl Report {
@@ -176,9 +182,32 @@ impl Report {
     }
 
     fn words(&self) -> String {
-        if let Some(problem) = &self.problem {
-            return format!("not injected: {problem}");
+        let mut words = match (&self.problem, &self.native) {
+            (Some(problem), _) => format!("not injected: {problem}"),
+            (None, Some(moves)) => format!("{}: {}", Route::Native.name(), native_words(moves)),
+            (None, None) => self.wrap_words(),
+        };
+        if let Some(value) = &self.route_not_understood {
+            words.push_str(&format!(
+                "; {ROUTE_ANNOTATION} {value:?} not understood (expected {}): \
+                 the injector's route, {}, taken",
+                Route::NAMES.join(" or "),
+                self.route().name()
+            ));
         }
+        words
+    }
+
+    /// The route the Pod took.
+    pub fn route(&self) -> Route {
+        if self.native.is_some() {
+            Route::Native
+        } else {
+            Route::Wrap
+        }
+    }
+
+    fn wrap_words(&self) -> String {
         let mut parts = Vec::new();
         let wrapped: Vec<String> = self
             .containers
@@ -255,6 +284,15 @@ impl Report {
                 "value": {INJECTION_ANNOTATION: line}})),
             Value::Object(map) => match map.get(INJECTION_ANNOTATION) {
                 Some(Value::String(old)) if *old == line || self.earlier => None,
+                Some(Value::String(old)) if self.again_native(old) => match &self.native {
+                    // A reinvocation that moved more: said after what the
+                    // first review said.
+                    Some(moves) if moves.any() && !self.audit => {
+                        let more = format!("{old}; on reinvocation: {}", native_words(moves));
+                        Some(json!({"op": "add", "path": POINTER, "value": say::escape(&more)}))
+                    }
+                    _ => None,
+                },
                 _ => Some(json!({"op": "add", "path": POINTER, "value": line})),
             },
             // Not a map: the API server refuses such a Pod anyway.
@@ -262,9 +300,20 @@ impl Report {
         }
     }
 
-    /// Counts its containers in the metrics (an audit's are not: none was
-    /// wrapped or skipped).
+    /// Whether `old`, the Pod's annotation, is an earlier native review's and
+    /// this one is native too.
+    fn again_native(&self, old: &str) -> bool {
+        let native = format!("{}: ", Route::Native.name());
+        self.native.is_some() && self.problem.is_none() && old.starts_with(&native)
+    }
+
+    /// Counts its route, and its containers, in the metrics (an audit's
+    /// containers are not: none was wrapped or skipped).
     pub fn count(&self) {
+        metrics::count(match self.route() {
+            Route::Wrap => Counter::RouteWrap,
+            Route::Native => Counter::RouteNative,
+        });
         if self.audit {
             return;
         }
@@ -275,4 +324,53 @@ impl Report {
             });
         }
     }
+}
+
+/// What the native route did, after `native: ` (SPEC §12): what moved and how
+/// each is waited for, what already native got tandem's wait, and that the
+/// job containers are as they were.
+fn native_words(moves: &Moves) -> String {
+    let names = |pick: &dyn Fn(Wait) -> bool| -> Vec<&str> {
+        let each = moves.moved.iter().filter(|(_, w)| pick(*w));
+        each.map(|(n, _)| n.as_str()).collect()
+    };
+    let moved = names(&|_| true);
+    let tandem = names(&|w| w == Wait::Tandem);
+    let mut first = Vec::new();
+    if !moved.is_empty() {
+        first.push(format!("moved {} to native sidecars", moved.join(", ")));
+    }
+    let every = tandem.len() == moved.len() && moves.waited.is_empty();
+    match (tandem.is_empty(), every && tandem.len() > 1) {
+        (true, _) => {}
+        (false, true) => first.push("tandem waits for each in postStart".into()),
+        (false, false) => first.push(format!(
+            "tandem waits for {} in postStart",
+            tandem.join(", ")
+        )),
+    }
+    if !moves.waited.is_empty() {
+        first.push(format!(
+            "tandem waits for {} (already native) in postStart",
+            moves.waited.join(", ")
+        ));
+    }
+    let mut parts = vec![if first.is_empty() {
+        "no classic sidecar to move".to_string()
+    } else {
+        first.join(", ")
+    }];
+    let own = names(&|w| w == Wait::Own);
+    if !own.is_empty() {
+        parts.push(format!("{} keeps its own postStart", own.join(", ")));
+    }
+    let nothing = names(&|w| w == Wait::Nothing);
+    if !nothing.is_empty() {
+        parts.push(format!(
+            "{} has no readiness to wait for",
+            nothing.join(", ")
+        ));
+    }
+    parts.push("job containers unchanged".into());
+    parts.join("; ")
 }

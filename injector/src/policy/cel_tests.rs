@@ -11,6 +11,7 @@
 //!   map of its fields, the JSON the API server makes of it. What this does not
 //!   check: field names and types against the Pod schema (the API server does).
 
+use crate::inject::route::Route;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -573,7 +574,7 @@ fn the_warning_policy_names_the_containers_the_webhook_would_look_up() {
             continue; // a Job's template is never an injected Pod
         }
         let request = review("uid-1", &pod)["request"].clone();
-        let wanted: Vec<String> = crate::inject::wanted(&request, Scope::Label)
+        let wanted: Vec<String> = crate::inject::wanted(&request, Scope::Label, Route::Wrap)
             .into_iter()
             .map(|(container, _)| container)
             .collect();

@@ -468,3 +468,113 @@ pub fn cases() -> Vec<(&'static str, Value)> {
         ),
     ]
 }
+
+/// A sidecar container `name` with its image's entrypoint, as a mesh's or an
+/// operator's injector adds it.
+pub fn sidecar(name: &str) -> Value {
+    container(name, &format!("sidecar/{name}:1"), None, &["run"])
+}
+
+/// The Pods of the native route's rules (SPEC §12), each a Job's Pod as its
+/// sidecars' injectors left it: several sidecars with their own init
+/// containers, an own `postStart`, Vault Agent, sidecars already native,
+/// a job container without `command`, several job containers.
+pub fn native_cases() -> Vec<(&'static str, Value)> {
+    let job = || job_container("job");
+    let native = |mut c: Value| {
+        c["restartPolicy"] = json!("Always");
+        c
+    };
+    let mut held = istio_proxy(false);
+    held["lifecycle"] = json!({"postStart": {"exec": {"command":
+        ["pilot-agent", "wait"]}}, "preStop": {"exec": {"command": ["sleep", "5"]}}});
+    let mut probed = istio_proxy(true);
+    probed["startupProbe"] = json!({"httpGet": {"path": "/healthz/ready", "port": 15021}});
+    let mut stopping = native(sidecar("daprd"));
+    stopping["lifecycle"] = json!({"preStop": {"exec": {"command": ["sleep", "1"]}}});
+    let mut bare = sidecar("cloud-sql-proxy");
+    if let Some(c) = bare.as_object_mut() {
+        c.remove("volumeMounts");
+    }
+    vec![
+        (
+            "istio",
+            job_pod("istio", vec![job(), istio_proxy(false)], vec![]),
+        ),
+        (
+            "several sidecars, own init containers",
+            job_pod(
+                "several",
+                vec![
+                    sidecar("vault-agent"),
+                    job(),
+                    sidecar("cloud-sql-proxy"),
+                    sidecar("daprd"),
+                    sidecar("linkerd-proxy"),
+                    istio_proxy(false),
+                ],
+                vec![
+                    sidecar("istio-init"),
+                    sidecar("linkerd-init"),
+                    sidecar("vault-agent-init"),
+                ],
+            ),
+        ),
+        (
+            "own postStart",
+            job_pod(
+                "held",
+                vec![job(), held, sidecar("cloud-sql-proxy")],
+                vec![],
+            ),
+        ),
+        (
+            "vault agent alone",
+            job_pod(
+                "vault",
+                vec![job(), sidecar("vault-agent")],
+                vec![sidecar("vault-agent-init")],
+            ),
+        ),
+        (
+            "already native",
+            job_pod(
+                "native",
+                vec![job()],
+                vec![sidecar("istio-init"), istio_proxy(true)],
+            ),
+        ),
+        (
+            "already native with a startup probe",
+            job_pod("probed", vec![job()], vec![probed]),
+        ),
+        (
+            "already native with a preStop, and a classic one",
+            job_pod("mixed", vec![job(), bare], vec![stopping]),
+        ),
+        (
+            "no command",
+            job_pod(
+                "no-command",
+                vec![
+                    container("job", JOB_IMAGE, None, &["--to=s3"]),
+                    istio_proxy(false),
+                ],
+                vec![],
+            ),
+        ),
+        (
+            "two job containers",
+            job_pod(
+                "two",
+                vec![
+                    container("migrate", JOB_IMAGE, Some(&["/app/migrate"]), &[]),
+                    istio_proxy(false),
+                    container("report", JOB_IMAGE, Some(&["/app/report"]), &[]),
+                ],
+                vec![],
+            ),
+        ),
+        ("no sidecar", job_pod("plain", vec![job()], vec![])),
+    ]
+}

@@ -1,0 +1,201 @@
+//! The native route (SPEC §12) as one planner step: which sidecars move from
+//! `containers` to native sidecars at the end of `initContainers`, in what
+//! order, which already-native ones get tandem's wait, and where tandem's
+//! install container goes; then the JSONPatch of it, written with `patch`'s
+//! list operations. The job containers are never touched.
+
+use serde_json::{Map, Value, json};
+
+use super::delivery::{self, Install};
+use super::patch::append;
+use super::pod::Container;
+use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, TANDEM};
+use crate::sidecars::{self, Sidecar};
+
+/// How a sidecar on the native route learns it may let the job start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// tandem's `postStart` hook waits for its readiness endpoint.
+    Tandem,
+    /// Its own `postStart` hook, kept (Istio's `holdApplicationUntilProxyStarts`).
+    Own,
+    /// Its row has no readiness endpoint (Vault Agent): started, not waited for.
+    Nothing,
+}
+
+/// What the native route does to one Pod, in the order it is said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Moves {
+    /// The classic sidecars moved to native sidecars, in their new order, each
+    /// with how it is waited for.
+    pub moved: Vec<(String, Wait)>,
+    /// The sidecars already native, without a startup probe or a `postStart`
+    /// hook, that get tandem's wait.
+    pub waited: Vec<String>,
+}
+
+impl Moves {
+    /// Whether the Pod changes.
+    pub fn any(&self) -> bool {
+        !self.moved.is_empty() || !self.waited.is_empty()
+    }
+}
+
+/// The native route's plan for the Pod whose `spec` this is, with its
+/// containers `main` and `init` read: the moves, and the operations that make
+/// them. An error when the binary's volume would clash with one of the Pod's.
+pub(super) fn plan(
+    spec: &Map<String, Value>,
+    main: &[Container],
+    init: &[Container],
+    install: &Install,
+) -> Result<(Moves, Vec<Value>), String> {
+    let raw = |field: &str, index: usize| &spec[field][index];
+    let mut moving: Vec<(&Container, &Sidecar)> = main
+        .iter()
+        .filter_map(|c| Some((c, sidecars::by_container(c.name)?)))
+        .collect();
+    // A mesh proxy first: the others' traffic goes through it.
+    moving.sort_by_key(|(_, s)| !s.redirects);
+    let moved: Vec<(usize, &str, &Sidecar, Wait)> = moving
+        .iter()
+        .map(|(c, s)| (c.index, c.name, *s, wait(s, raw("containers", c.index))))
+        .collect();
+    let waited: Vec<(usize, &Sidecar)> = init
+        .iter()
+        .filter(|c| c.always)
+        .filter_map(|c| Some((c, sidecars::by_container(c.name)?)))
+        .filter(|(c, s)| {
+            let raw = raw("initContainers", c.index);
+            s.ready.endpoint().is_some() && raw["startupProbe"].is_null() && !has_post_start(raw)
+        })
+        .map(|(c, s)| (c.index, s))
+        .collect();
+
+    let installed = super::pod::changed_earlier(spec, init);
+    let install_at = init.iter().position(|c| c.name == INSTALL_CONTAINER);
+    // An already-native sidecar before an install container that is there
+    // already would run its hook before the binary is copied: left as it is.
+    let waited: Vec<(usize, &Sidecar)> = waited
+        .into_iter()
+        .filter(|(i, _)| install_at.is_none_or(|at| at < *i))
+        .collect();
+    let needs_tandem = !waited.is_empty() || moved.iter().any(|m| m.3 == Wait::Tandem);
+    let volumes = match spec.get("volumes") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(v)) => Some(v),
+        Some(_) => return Err("spec.volumes is not a list".into()),
+    };
+    let clash = volumes
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == BIN_VOLUME);
+    if let Some(v) = clash.filter(|_| needs_tandem && !installed) {
+        return Err(format!("it already has a volume named {}", v["name"]));
+    }
+
+    let mut patch = Vec::new();
+    // The already-native ones first, at the indices they have before anything
+    // is inserted ahead of them.
+    for (i, s) in &waited {
+        let at = format!("/spec/initContainers/{i}");
+        let c = raw("initContainers", *i);
+        patch.push(match &c["lifecycle"] {
+            Value::Object(_) => json!({"op": "add", "path": format!("{at}/lifecycle/postStart"),
+                "value": post_start(s)}),
+            _ => json!({"op": "add", "path": format!("{at}/lifecycle"),
+                "value": {"postStart": post_start(s)}}),
+        });
+        let has_mounts = c["volumeMounts"].is_array();
+        append(
+            &mut patch,
+            &format!("{at}/volumeMounts"),
+            has_mounts,
+            vec![delivery::bin_mount()],
+        );
+    }
+    let has_init = spec.get("initContainers").is_some_and(Value::is_array);
+    let mut added = Vec::new();
+    if needs_tandem && !installed {
+        append(
+            &mut patch,
+            "/spec/volumes",
+            volumes.is_some(),
+            vec![install.volume()],
+        );
+        if let Some(container) = install.init_container() {
+            // Before the first init container that runs tandem's hook.
+            match waited.first() {
+                Some((i, _)) => patch.push(json!({"op": "add",
+                    "path": format!("/spec/initContainers/{i}"), "value": container})),
+                None => added.push(container),
+            }
+        }
+    }
+    for (i, _, s, w) in &moved {
+        added.push(native(raw("containers", *i), *w, s));
+    }
+    if !added.is_empty() {
+        append(&mut patch, "/spec/initContainers", has_init, added);
+    }
+    let mut from: Vec<usize> = moved.iter().map(|m| m.0).collect();
+    from.sort_unstable_by(|a, b| b.cmp(a));
+    for i in from {
+        patch.push(json!({"op": "remove", "path": format!("/spec/containers/{i}")}));
+    }
+    let moves = Moves {
+        moved: moved.iter().map(|m| (m.1.to_string(), m.3)).collect(),
+        waited: waited
+            .iter()
+            .map(|(i, _)| {
+                raw("initContainers", *i)["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect(),
+    };
+    Ok((moves, patch))
+}
+
+/// How the moved sidecar `s`, as `container` reads, will be waited for.
+fn wait(s: &Sidecar, container: &Value) -> Wait {
+    if s.ready.endpoint().is_none() {
+        Wait::Nothing
+    } else if has_post_start(container) {
+        Wait::Own
+    } else {
+        Wait::Tandem
+    }
+}
+
+/// Whether `container` has a `postStart` hook of its own.
+fn has_post_start(container: &Value) -> bool {
+    !container["lifecycle"]["postStart"].is_null()
+}
+
+/// tandem's `postStart` hook for sidecar `s`: the wait for its readiness, with
+/// no bound but the Pod's own (SPEC §12).
+fn post_start(s: &Sidecar) -> Value {
+    json!({"exec": {"command": [TANDEM, "--mesh", s.preset, "--wait-only"]}})
+}
+
+/// The classic sidecar `container` as a native one, waited for as `wait` says.
+fn native(container: &Value, wait: Wait, s: &Sidecar) -> Value {
+    let mut c = container.clone();
+    let Some(fields) = c.as_object_mut() else {
+        return c;
+    };
+    fields.insert("restartPolicy".into(), json!("Always"));
+    if wait == Wait::Tandem {
+        let lifecycle = fields.entry("lifecycle").or_insert_with(|| json!({}));
+        if let Some(l) = lifecycle.as_object_mut() {
+            l.insert("postStart".into(), post_start(s));
+        }
+        let mounts = fields.entry("volumeMounts").or_insert_with(|| json!([]));
+        if let Some(m) = mounts.as_array_mut() {
+            m.push(delivery::bin_mount());
+        }
+    }
+    c
+}
