@@ -447,7 +447,12 @@ e2e-reach:
 ## within a minute, FailedCreate in the Job's events); SIGSTOPped while a Job is
 ## created (no Pod, FailedCreate; after SIGCONT the Pod, with tandem); 150-Pod
 ## bursts through the webhook, the policy and neither (each within 1.25x
-## neither). E2E_ONLY=outage runs only those.
+## neither). E2E_ONLY=outage runs only those. Then charts/tandem-injector installed
+## for real with Helm v4's library (injector/scripts/e2e_chart.py, needs root: the
+## injector behind the chart's Service listens on 127.0.0.1:443): install, Pods
+## injected through the chart's webhook, upgrades (the certificate Secret kept byte
+## for byte) to route native, then to the policy, both routes, and an uninstall
+## that leaves nothing. E2E_ONLY=chart runs only that.
 .PHONY: e2e-apiserver
 KUBE_APISERVER ?=
 ETCD ?=
@@ -456,26 +461,34 @@ E2E_IDLE ?=
 E2E_ONLY ?=
 E2E_DIR = target/tmp/e2e-apiserver
 
-e2e-apiserver:
+e2e-apiserver: $(HELM_VENV)/installed
 	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
 		echo "e2e-apiserver: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver 1.36+ and an etcd binary (make e2e-apiserver KUBE_APISERVER=/path ETCD=/path)" >&2; \
 		exit 2; fi
 	@if [ -n "$(KUBE_CONTROLLER_MANAGER)" ] && [ ! -x "$(KUBE_CONTROLLER_MANAGER)" ]; then \
 		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
 		exit 2; fi
-ifneq ($(E2E_ONLY),outage)
+	@case '$(E2E_ONLY)' in ''|outage|chart) ;; *) \
+		echo "e2e-apiserver: E2E_ONLY='$(E2E_ONLY)': expected outage, chart or nothing (everything)" >&2; exit 2;; esac
+ifeq ($(E2E_ONLY),)
 	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
 endif
 	$(CARGO) build --release --locked -p tandem-injector
-ifneq ($(E2E_ONLY),outage)
+ifeq ($(E2E_ONLY),)
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
 endif
+ifneq ($(E2E_ONLY),outage)
+	$(HELM_VENV)/bin/python injector/scripts/e2e_chart.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/release/tandem-injector $(E2E_DIR)-chart
+endif
+ifneq ($(E2E_ONLY),chart)
 	@if [ -z "$(KUBE_CONTROLLER_MANAGER)" ]; then \
 		echo "e2e-outage: not run: the crash, hung and burst scenarios need KUBE_CONTROLLER_MANAGER (its Job controller makes the Pods)" >&2; \
 	else python3 injector/scripts/e2e_outage.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		$(abspath $(KUBE_CONTROLLER_MANAGER)) target/release/tandem-injector $(E2E_DIR)-outage; fi
+endif
 
 ## e2e-node: tandem and tandem-injector on a real kubelet (tests/node/e2e_node.py):
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler on loopback,
@@ -484,7 +497,9 @@ endif
 ## injector by webhook, policy and registry entrypoint, a Pod deleted with a grace
 ## period, activeDeadlineSeconds, a CronJob and a labelled namespace, what
 ## kubectl shows, restarts in place (OnFailure, restartPolicyRules,
-## RestartAllContainers), Pods no Job owns, an Always Pod left alone. Opt-in, not
+## RestartAllContainers), Pods no Job owns, an Always Pod left alone, the Helm
+## chart installed (its Deployment running the static injector), Jobs through it
+## by both routes, upgraded, uninstalled (tests/node/chart.py). Opt-in, not
 ## part of `make test`; needs root and the binaries by path: make e2e-node
 ## KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=… KUBELET=… ETCD=…
 ## [CONTAINERD_DIR=a containerd 2.x install] [E2E_TRANSCRIPTS=docs/transcripts]
@@ -496,7 +511,7 @@ CONTAINERD_DIR ?=
 E2E_TRANSCRIPTS ?=
 E2E_NODE_DIR = target/tmp/e2e-node
 
-e2e-node: envoy
+e2e-node: envoy injector $(HELM_VENV)/installed
 	@for v in KUBE_APISERVER KUBE_CONTROLLER_MANAGER KUBE_SCHEDULER KUBELET ETCD; do \
 		eval p=\$$$$v; if [ ! -x "$$p" ]; then \
 		echo "e2e-node: $$v='$$p': expected the path of that binary (Kubernetes 1.36+), e.g. make e2e-node $$v=/path" >&2; exit 2; fi; done
@@ -506,6 +521,7 @@ e2e-node: envoy
 	KUBE_APISERVER=$(abspath $(KUBE_APISERVER)) KUBE_CONTROLLER_MANAGER=$(abspath $(KUBE_CONTROLLER_MANAGER)) \
 	KUBE_SCHEDULER=$(abspath $(KUBE_SCHEDULER)) KUBELET=$(abspath $(KUBELET)) ETCD=$(abspath $(ETCD)) \
 	CONTAINERD_DIR=$(if $(CONTAINERD_DIR),$(abspath $(CONTAINERD_DIR))) \
-		python3 tests/node/e2e_node.py $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN) \
+	INJECTOR_STATIC=$(abspath $(INJECTOR_BIN)) \
+		$(HELM_VENV)/bin/python tests/node/e2e_node.py $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN) \
 		target/release/tandem-injector $(E2E_NODE_DIR) \
 		$(if $(E2E_TRANSCRIPTS),--transcripts $(abspath $(E2E_TRANSCRIPTS)))
