@@ -214,14 +214,16 @@ manifests: static lint-tools
 	.ci/manifests.sh $(BIN) $(LINT_BIN)
 
 ## restricted: every Job and CronJob of examples/k8s/ and of the README's and docs/'
-## yaml blocks (as `make manifests` extracts them to target/manifests/) passes
+## yaml blocks (as `make manifests` extracts them to target/manifests/), and the Helm
+## chart's Deployment (as `make chart` renders it, default and every value set), passes
 ## checkov's checks of the "restricted" Pod Security Standard and a read-only root
 ## filesystem, offline (.ci/restricted.py lists the checks and why; a self-test
 ## first makes each one fail).
 .PHONY: restricted
-restricted: manifests $(CHECKOV_VENV)/installed
+restricted: manifests chart $(CHECKOV_VENV)/installed
 	$(CHECKOV_VENV)/bin/python .ci/restricted.py $(CHECKOV_VENV)/bin/checkov \
-		examples/k8s/*.yaml target/manifests/*.yaml
+		examples/k8s/*.yaml target/manifests/*.yaml \
+		target/chart/default/kubernetes.yaml target/chart/everything/kubernetes.yaml
 
 ## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
 ## images built from local files, the real Envoy as istio-proxy, the fake sidecar

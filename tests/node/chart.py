@@ -35,26 +35,9 @@ class ChartScenario:
         cfg = helm.Config(kubeconfig_path=self.kubeconfig, namespace=CHART_NS)
         lines = []
         try:
-            t = time.monotonic()
-            cfg.install(str(CHART), RELEASE, values, wait="watcher", timeout=240)
-            ready = self.replicas()
-            secret = self.tls()
-            lines.append(f"installed, {ready} replicas ready in {time.monotonic() - t:.0f}s")
-            pod, evidence, note = self.injected_run("chart")
-            if pod["spec"]["containers"][0]["command"][0] != "/tandem/tandem":
-                raise k8s.Failed(f"the chart's injector did not wrap the job: {note!r}")
-            lines.append(f"route wrap: {evidence} ({note!r})")
-            t = time.monotonic()
-            cfg.upgrade(str(CHART), RELEASE, dict(values, route="native"), wait="watcher", timeout=240)
-            if self.tls() != secret:
-                raise k8s.Failed("the upgrade changed the certificate Secret")
-            lines.append(f"upgraded to route native in {time.monotonic() - t:.0f}s, "
-                         f"{self.replicas()} replicas ready, the certificate Secret byte-identical")
-            pod, evidence, note = self.injected_run("chart-native")
-            inits = {c["name"]: c for c in pod["spec"].get("initContainers", [])}
-            if inits.get("istio-proxy", {}).get("restartPolicy") != "Always":
-                raise k8s.Failed(f"istio-proxy is not a native sidecar: {note!r}")
-            lines.append(f"route native: {evidence} ({note!r})")
+            self.chart_steps(cfg, values, lines)
+        except k8s.Failed as e:
+            raise k8s.Failed("; ".join(lines + [str(e)])) from e
         finally:
             cfg.uninstall(RELEASE, wait="watcher", timeout=120)
         left = self.left()
@@ -62,6 +45,48 @@ class ChartScenario:
             raise k8s.Failed(f"left after helm uninstall: {', '.join(left)}")
         lines.append("uninstalled: nothing of the release left")
         return "; ".join(lines)
+
+    def chart_steps(self, cfg, values, lines):
+        """Install, a Job by the route wrap, upgrade, a Job by the route native."""
+        t = time.monotonic()
+        cfg.install(str(CHART), RELEASE, values, wait="watcher", timeout=240)
+        ready = self.replicas()
+        secret = self.tls()
+        lines.append(f"installed, {ready} replicas ready in {time.monotonic() - t:.0f}s")
+        pod, evidence, note = self.injected_run("chart")
+        if pod["spec"]["containers"][0]["command"][0] != "/tandem/tandem":
+            raise k8s.Failed(f"the chart's injector did not wrap the job: {note!r}")
+        lines.append(f"route wrap: {evidence} ({note!r})")
+        t = time.monotonic()
+        cfg.upgrade(str(CHART), RELEASE, dict(values, route="native"), wait="watcher", timeout=240)
+        if self.tls() != secret:
+            raise k8s.Failed("the upgrade changed the certificate Secret")
+        self.rolled_out()
+        lines.append(f"upgraded to route native in {time.monotonic() - t:.0f}s (the old "
+                     f"replicas drained and gone), {self.replicas()} replicas ready, the "
+                     "certificate Secret byte-identical")
+        pod, evidence, note = self.injected_run("chart-native")
+        inits = {c["name"]: c for c in pod["spec"].get("initContainers", [])}
+        if inits.get("istio-proxy", {}).get("restartPolicy") != "Always":
+            raise k8s.Failed(f"istio-proxy is not a native sidecar: {note!r}")
+        lines.append(f"route native: {evidence} ({note!r})")
+
+    def rolled_out(self, bound=90.0):
+        """Until every replica left is one of the upgraded template's: the old
+        ones answer reviews through their drain (10 s) and the API server may
+        still pick them until their endpoints are gone."""
+        def pods():
+            found, _ = self.api.must("GET", f"/api/v1/namespaces/{CHART_NS}/pods")
+            return found["items"]
+        end = time.monotonic() + bound
+        while time.monotonic() < end:
+            routes = [{e["name"]: e.get("value") for e in p["spec"]["containers"][0]["env"]}
+                      .get("TANDEM_INJECTOR_ROUTE") for p in pods()]
+            if routes and all(r == "native" for r in routes):
+                time.sleep(2)  # the API server's view of the endpoints follows
+                return
+            time.sleep(1)
+        raise k8s.Failed(f"the old replicas were still there {bound:.0f} s after the upgrade")
 
     def replicas(self):
         deploy, _ = self.api.must("GET", f"/apis/apps/v1/namespaces/{CHART_NS}/deployments/tandem-injector")
