@@ -394,6 +394,12 @@ class Check:
         if done.returncode != 0:
             self.problem(f"yamllint: {done.stdout.strip()}")
         py = str(self.lint_bin / "python")
+        monitor = next(o for o in rendered["everything"] if o["kind"] == "ServiceMonitor")
+        broken.write_text(yaml.safe_dump(dict(monitor, spec=dict(monitor["spec"], endpoint=[]))))
+        if subprocess.run([py, str(SCRIPTS / "cert_manager.py"), "--group", "monitoring.coreos.com",
+                           str(DEPLOY / "monitoring.schema.json"), str(broken)],
+                          capture_output=True).returncode == 0:
+            raise SystemExit("chart: self-test: monitoring.schema.json passed an unknown field")
         for schema, group in (("cert-manager.schema.json", "cert-manager.io"),
                               ("monitoring.schema.json", "monitoring.coreos.com")):
             done = subprocess.run([py, str(SCRIPTS / "cert_manager.py"), "--group", group,
