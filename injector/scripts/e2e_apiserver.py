@@ -81,6 +81,9 @@ DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
 EMULATED = ["1.33", "1.34", "1.35", "1.36"]
 # The webhook's account of what it did (SPEC §10); a policy cannot write one.
 REPORT = "tandem.dev/injection"
+# The Pod's route (SPEC §12), and the names of the cases that take the native one.
+ROUTE = "tandem.dev/route"
+NATIVE = "native-route-"
 # The cases tandem must leave untouched.
 UNTOUCHED = ["not-opted-in", "opted-out", "namespace-opted-out", "always",
              "always-bare", "restart-policy-unset"]
@@ -161,6 +164,8 @@ def cases(original, minor=36):
     spec["automountServiceAccountToken"] = False
     del spec["volumes"], spec["containers"][0]["volumeMounts"]
 
+    native_cases(variant, sidecar, job, istio)
+
     meta, _ = variant("not-opted-in", "plain")
     del meta["labels"][LABEL]
     meta, _ = variant("opted-out", "plain")
@@ -171,6 +176,38 @@ def cases(original, minor=36):
     meta, _ = variant("namespace-opted-out", "plain", NS_LABELLED)
     meta["labels"][LABEL] = "disabled"
     return out
+
+
+def native_cases(variant, sidecar, job, istio):
+    """The native route's shapes (SPEC §12), chosen by the annotation
+    (injector/src/inject/native_tests.rs): the webhook and the policy must make
+    the same Pod of each, its job containers as they were."""
+    def native(name, base):
+        meta, spec = variant(f"{NATIVE}{name}", base)
+        meta["annotations"][ROUTE] = "native"
+        return spec
+
+    native("istio", "istio-classic")
+    native("no-command", "no-command")
+    spec = native("several", "plain")
+    spec["containers"] = [sidecar("vault-agent"), copy.deepcopy(job),
+                          sidecar("cloud-sql-proxy"), sidecar("daprd"),
+                          sidecar("linkerd-proxy"), copy.deepcopy(istio)]
+    spec["initContainers"] = [sidecar("istio-init"), sidecar("linkerd-init"),
+                              sidecar("vault-agent-init")]
+    spec = native("own-poststart", "istio-classic")
+    spec["containers"][1]["lifecycle"] = {
+        "postStart": {"exec": {"command": ["pilot-agent", "wait"]}},
+        "preStop": {"exec": {"command": ["sleep", "5"]}}}
+    spec["containers"].append(sidecar("cloud-sql-proxy"))
+    spec = native("already", "plain")
+    spec["initContainers"] = [sidecar("linkerd-init"), sidecar("linkerd-proxy", True)]
+    spec = native("already-probed", "plain")
+    spec["initContainers"] = [dict(sidecar("linkerd-proxy", True), startupProbe={
+        "httpGet": {"path": "/ready", "port": 4191}})]
+    spec = native("vault", "plain")
+    spec["containers"].append(sidecar("vault-agent"))
+    spec["initContainers"] = [sidecar("vault-agent-init")]
 
 
 def bare(meta, name):
@@ -384,6 +421,39 @@ class Run:
                 checked += 1
         print(f"  {name}: TANDEM_KEEP_ON_EXIT of {checked} containers checked")
 
+    def native(self, name):
+        """Each Pod on the native route: its job containers as created, no
+        classic sidecar left, each moved one native and, when waited for,
+        with tandem's wait in its postStart."""
+        known = {"istio-proxy": "istio", "linkerd-proxy": "linkerd",
+                 "cloud-sql-proxy": "cloudsql", "daprd": "dapr", "vault-agent": None}
+        checked = 0
+        for case, _, _ in self.cases:
+            if not case.startswith(NATIVE):
+                continue
+            pod, base = self.stored[name][case], self.stored["baseline"][case]
+            jobs = [c for c in base["spec"]["containers"] if c["name"] not in known]
+            if pod["spec"]["containers"] != jobs:
+                self.problem(f"{name}: {case}: containers {pod['spec']['containers']!r}, "
+                             f"expected the job containers as created")
+            for c in pod["spec"].get("initContainers", []):
+                if c["name"] not in known:
+                    continue
+                hook = c.get("lifecycle", {}).get("postStart", {}).get("exec", {})
+                ours = hook.get("command", [""])[0] == "/tandem/tandem"
+                if c.get("restartPolicy") != "Always" or (
+                        known[c["name"]] and not hook and "startupProbe" not in c):
+                    self.problem(f"{name}: {case}: {c['name']} is not a native sidecar "
+                                 f"waited for: {c!r}")
+                if ours and hook["command"] != ["/tandem/tandem", "--mesh",
+                                                known[c["name"]], "--wait-only"]:
+                    self.problem(f"{name}: {case}: {c['name']}: postStart {hook!r}")
+            line = pod["metadata"].get("annotations", {}).get(REPORT)
+            if name.startswith("webhook") and not (line or "").startswith("native: "):
+                self.problem(f"{name}: {case}: {REPORT} {line!r}, expected native: …")
+            checked += 1
+        print(f"  {name}: {checked} Pods on the native route checked")
+
     def left_alone(self, name):
         """The XCom container is as created, and base's tandem waits for no
         other job container (no TANDEM_JOB_CONTAINERS)."""
@@ -532,6 +602,23 @@ class Run:
                          f"istio-classic through the webhook {json.dumps(a)} / {json.dumps(b)}")
         print(f"  plain, then istio-proxy added by another webhook: "
               f"{'as istio-classic through the webhook' if not found else 'DIFFERENT'}")
+        # The native route: the re-invocation moves the proxy another webhook
+        # added after tandem's first review.
+        native = self.stored["webhook-emptydir"][f"{NATIVE}istio"]
+        plain = copy.deepcopy(self.plain)
+        plain["metadata"].setdefault("annotations", {})[ROUTE] = "native"
+        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        try:
+            time.sleep(2)
+            pod, _ = create_pod(self.api, NS, plain)
+        finally:
+            mesh.stop()
+        found = diff(native["spec"], pod["spec"])
+        for path, a, b in found:
+            self.problem(f"{name} native, then a mesh's webhook: plain: .spec{path}: "
+                         f"{NATIVE}istio through the webhook {json.dumps(a)} / {json.dumps(b)}")
+        print(f"  plain on the native route, then istio-proxy added by another webhook: "
+              f"{'as ' + NATIVE + 'istio through the webhook' if not found else 'DIFFERENT'}")
 
     def idle(self, seconds):
         """Reviews after the webhook's connection sat idle are answered."""
@@ -633,6 +720,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
             r.jobs(f"webhook-{mode}")
         r.untouched(f"webhook-{mode}")
         r.kept(f"webhook-{mode}")
+        r.native(f"webhook-{mode}")
         r.left_alone(f"webhook-{mode}")
         r.reported(f"webhook-{mode}")
         if mode == "emptydir":
@@ -659,6 +747,7 @@ def policy_passes(r, api, injector, mode, kcm):
         r.jobs(f"policy-{mode}")
     r.untouched(f"policy-{mode}")
     r.kept(f"policy-{mode}")
+    r.native(f"policy-{mode}")
     r.left_alone(f"policy-{mode}")
     if mode == "emptydir":
         r.reinvoked(f"policy-{mode}")

@@ -7,10 +7,12 @@
 
 pub mod cel;
 pub mod keep;
+pub mod native;
 pub mod patch;
 
 use crate::inject::Scope;
 use crate::inject::delivery::Install;
+use crate::inject::route::Route;
 use crate::inject::selectors::{self, Reader};
 use crate::layout::{ENABLED, LABEL};
 use crate::yaml::{self, Node, map, s, strs};
@@ -23,10 +25,11 @@ pub const API: &str = "admissionregistration.k8s.io/v1";
 /// The policies and their bindings for `install`, as YAML documents.
 pub fn render(install: &Install) -> String {
     let mut out = format!(
-        "# tandem-injector policy --image {} --install {}\n\
+        "# tandem-injector policy --image {}\n#   --install {} --route {}\n\
          # Kubernetes 1.36+ (admissionregistration.k8s.io/v1); docs/injector.md.\n",
         install.image,
-        install.mode.name()
+        install.mode.name(),
+        install.route.name()
     );
     out.push_str(&yaml::documents(&documents(install)));
     out
@@ -39,7 +42,7 @@ pub fn documents(install: &Install) -> Vec<Node> {
         mutating(install),
         route(Scope::Label),
         route(Scope::Namespace),
-        validating(),
+        validating(install.route),
         binding(
             "ValidatingAdmissionPolicyBinding",
             &format!("{NAME}-warn"),
@@ -68,21 +71,36 @@ fn mutating(install: &Install) -> Node {
             "few-containers",
             format!("size(object.spec.containers) <= {}", cel::MAX_CONTAINERS),
         ),
-        ("something-to-do", cel::something_to_do()),
+        (
+            "something-to-do",
+            format!(
+                "({}) == 'native' ?\n  ({}) :\n  ({})",
+                native::route("object.metadata", install.route),
+                native::something_to_do(),
+                cel::something_to_do()
+            ),
+        ),
     ]));
     let spec = map([
         ("failurePolicy", s("Ignore")),
         ("reinvocationPolicy", s("IfNeeded")),
         ("matchConstraints", rules(&[""], &["CREATE"], &["pods"])),
         ("matchConditions", Node::List(conditions)),
-        ("variables", Node::List(named(&variables()))),
+        ("variables", Node::List(named(&variables(install)))),
         (
             "mutations",
             Node::List(vec![map([
                 ("patchType", s("JSONPatch")),
                 (
                     "jsonPatch",
-                    map([("expression", s(patch::expression(install)))]),
+                    map([(
+                        "expression",
+                        s(format!(
+                            "variables.route == 'native' ?\n({}) :\n({})",
+                            native::expression(install),
+                            patch::expression(install)
+                        )),
+                    )]),
                 ),
             ])]),
         ),
@@ -95,8 +113,9 @@ fn mutating(install: &Install) -> Node {
     ])
 }
 
-/// The mutating policy's variables, each after those it reads.
-fn variables() -> Vec<(&'static str, String)> {
+/// The mutating policy's variables, each after those it reads: the wrap
+/// route's, then the native route's (SPEC §12).
+fn variables(install: &Install) -> Vec<(&'static str, String)> {
     let init_count = "has(object.spec.initContainers) ?\n    size(object.spec.initContainers) : 0";
     vec![
         ("mains", "object.spec.containers.map(c, c.name)".into()),
@@ -125,6 +144,9 @@ fn variables() -> Vec<(&'static str, String)> {
         ("mesh", cel::mesh()),
         ("waited", cel::waited()),
     ]
+    .into_iter()
+    .chain(native::variables(install))
+    .collect()
 }
 
 /// A list of named expressions: match conditions or variables.
@@ -139,7 +161,7 @@ fn named<N: AsRef<str>>(each: &[(N, String)]) -> Vec<Node> {
         .collect()
 }
 
-fn validating() -> Node {
+fn validating(route: Route) -> Node {
     let message = format!(
         "'tandem: ' + variables.missing.join(', ') + ' has no command and no ' +\n  \
          '{}NAME annotation (a JSON list of strings without ' +\n  \
@@ -161,7 +183,7 @@ fn validating() -> Node {
             "matchConstraints",
             rules(&["batch"], &["CREATE", "UPDATE"], &["jobs", "cronjobs"]),
         ),
-        ("variables", Node::List(named(&warning_variables()))),
+        ("variables", Node::List(named(&warning_variables(route)))),
         ("validations", Node::List(vec![validation])),
     ]);
     map([
@@ -173,8 +195,9 @@ fn validating() -> Node {
 }
 
 /// The warning policy's variables: the Pod template, whether it is opted in,
-/// and its job containers without a command or the annotation.
-fn warning_variables() -> Vec<(&'static str, String)> {
+/// and its job containers without a command or the annotation (none on the
+/// native route, which never wraps them).
+fn warning_variables(route: Route) -> Vec<(&'static str, String)> {
     let template = "object.kind == 'CronJob' ? object.spec.jobTemplate.spec.template :\n  \
                     object.spec.template";
     let opted_in = format!(
@@ -185,8 +208,14 @@ fn warning_variables() -> Vec<(&'static str, String)> {
          '{LABEL}' in namespaceObject.metadata.labels &&\n  \
          namespaceObject.metadata.labels['{LABEL}'] == '{ENABLED}'"
     );
+    let template_route = format!(
+        "has(variables.template.metadata) ?\n  ({}) : {}",
+        native::route("variables.template.metadata", route),
+        cel::quote(route.name())
+    );
     let missing = format!(
-        "variables.template.spec.containers.filter(c,\n  !(c.name in variables.notJobs) &&\n  \
+        "({template_route}) ==\n  'native' ? [] :\n  \
+         variables.template.spec.containers.filter(c,\n  !(c.name in variables.notJobs) &&\n  \
          !(has(c.command) && size(c.command) > 0) &&\n  \
          !(has(variables.template.metadata) &&\n  {}))\n  .map(c, c.name)",
         cel::has_entrypoint("variables.template.metadata", "c.name"),
@@ -268,6 +297,13 @@ mod tests {
             let installs = patch.contains("tandem-install");
             assert_eq!(installs, mode == Mode::EmptyDir, "{patch}");
         }
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            let moves = native::expression(&install(mode));
+            assert!(!moves.contains("value: [Object"), "{moves}");
+            assert!(!moves.contains("ApplyConfiguration"));
+            // A moved sidecar is copied, never rebuilt from a literal.
+            assert!(!moves.contains("value: m.c") && moves.contains("op: 'copy'"));
+        }
         let volume = patch::expression(&install(Mode::ImageVolume));
         assert!(
             volume.contains("reference: 'ghcr.io/tandem-sidecar/tandem:0.1.0'"),
@@ -294,8 +330,12 @@ mod tests {
 
     #[test]
     fn every_printed_line_fits_yamllints_100_columns() {
-        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-            for line in render(&install(mode)).lines() {
+        let routes = [Route::Wrap, Route::Native];
+        for (mode, route) in [Mode::EmptyDir, Mode::ImageVolume]
+            .into_iter()
+            .flat_map(|m| routes.map(|r| (m, r)))
+        {
+            for line in render(&crate::tests::install_on(mode, route)).lines() {
                 assert!(
                     line.chars().count() <= 100,
                     "{} columns: {line}",

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use super::{field, install, list, text, warning_on};
+use super::{field, install, list, on_a_large_stack, text, warning_on};
 use crate::inject::delivery::Mode;
 use crate::policy::documents;
 use crate::yaml::Node;
@@ -68,30 +68,32 @@ fn bindings(pod: &[(&str, &str)], namespace: &[(&str, &str)]) -> Vec<String> {
 
 #[test]
 fn no_binding_of_the_mutating_policy_selects_a_pod_under_audit() {
-    const LABEL: &str = "tandem.dev/inject";
-    let none: &[(&str, &str)] = &[];
-    type Labels<'a> = &'a [(&'a str, &'a str)];
-    let cases: &[(Labels, Labels, &[&str])] = &[
-        (&[(LABEL, "enabled")], none, &["tandem-injector-pods"]),
-        (none, &[(LABEL, "enabled")], &["tandem-injector-namespaces"]),
-        (&[(LABEL, "audit")], none, &[]),
-        (&[(LABEL, "audit")], &[(LABEL, "enabled")], &[]),
-        (none, &[(LABEL, "audit")], &[]),
-        (
-            &[(LABEL, "enabled")],
-            &[(LABEL, "audit")],
-            &["tandem-injector-pods"],
-        ),
-        (&[(LABEL, "disabled")], &[(LABEL, "audit")], &[]),
-        (none, none, &[]),
-    ];
-    for (pod, namespace, expected) in cases {
-        assert_eq!(
-            bindings(pod, namespace),
-            *expected,
-            "Pod {pod:?} in a namespace {namespace:?}"
-        );
-    }
+    on_a_large_stack(|| {
+        const LABEL: &str = "tandem.dev/inject";
+        let none: &[(&str, &str)] = &[];
+        type Labels<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(Labels, Labels, &[&str])] = &[
+            (&[(LABEL, "enabled")], none, &["tandem-injector-pods"]),
+            (none, &[(LABEL, "enabled")], &["tandem-injector-namespaces"]),
+            (&[(LABEL, "audit")], none, &[]),
+            (&[(LABEL, "audit")], &[(LABEL, "enabled")], &[]),
+            (none, &[(LABEL, "audit")], &[]),
+            (
+                &[(LABEL, "enabled")],
+                &[(LABEL, "audit")],
+                &["tandem-injector-pods"],
+            ),
+            (&[(LABEL, "disabled")], &[(LABEL, "audit")], &[]),
+            (none, none, &[]),
+        ];
+        for (pod, namespace, expected) in cases {
+            assert_eq!(
+                bindings(pod, namespace),
+                *expected,
+                "Pod {pod:?} in a namespace {namespace:?}"
+            );
+        }
+    })
 }
 
 /// The webhooks of the shipped configuration that are sent a Pod with `pod`
@@ -112,54 +114,58 @@ fn webhooks(pod: &[(&str, &str)], namespace: &[(&str, &str)]) -> Vec<String> {
 
 #[test]
 fn the_webhook_is_sent_the_pods_under_audit_each_by_one_route() {
-    const LABEL: &str = "tandem.dev/inject";
-    type Labels<'a> = &'a [(&'a str, &'a str)];
-    let none: Labels = &[];
-    let cases: &[(Labels, Labels, &[&str])] = &[
-        (&[(LABEL, "audit")], none, &["pods.injector.tandem.dev"]),
-        (
-            &[(LABEL, "audit")],
-            &[(LABEL, "enabled")],
-            &["pods.injector.tandem.dev"],
-        ),
-        (
-            none,
-            &[(LABEL, "audit")],
-            &["audit.namespaces.injector.tandem.dev"],
-        ),
-        (
-            &[(LABEL, "enabled")],
-            &[(LABEL, "audit")],
-            &["pods.injector.tandem.dev"],
-        ),
-        (&[(LABEL, "disabled")], &[(LABEL, "audit")], &[]),
-        (
-            none,
-            &[(LABEL, "enabled")],
-            &["namespaces.injector.tandem.dev"],
-        ),
-        (&[(LABEL, "enabled")], none, &["pods.injector.tandem.dev"]),
-        (none, none, &[]),
-    ];
-    for (pod, namespace, expected) in cases {
-        assert_eq!(
-            webhooks(pod, namespace),
-            *expected,
-            "Pod {pod:?} in a namespace {namespace:?}"
-        );
-    }
+    on_a_large_stack(|| {
+        const LABEL: &str = "tandem.dev/inject";
+        type Labels<'a> = &'a [(&'a str, &'a str)];
+        let none: Labels = &[];
+        let cases: &[(Labels, Labels, &[&str])] = &[
+            (&[(LABEL, "audit")], none, &["pods.injector.tandem.dev"]),
+            (
+                &[(LABEL, "audit")],
+                &[(LABEL, "enabled")],
+                &["pods.injector.tandem.dev"],
+            ),
+            (
+                none,
+                &[(LABEL, "audit")],
+                &["audit.namespaces.injector.tandem.dev"],
+            ),
+            (
+                &[(LABEL, "enabled")],
+                &[(LABEL, "audit")],
+                &["pods.injector.tandem.dev"],
+            ),
+            (&[(LABEL, "disabled")], &[(LABEL, "audit")], &[]),
+            (
+                none,
+                &[(LABEL, "enabled")],
+                &["namespaces.injector.tandem.dev"],
+            ),
+            (&[(LABEL, "enabled")], none, &["pods.injector.tandem.dev"]),
+            (none, none, &[]),
+        ];
+        for (pod, namespace, expected) in cases {
+            assert_eq!(
+                webhooks(pod, namespace),
+                *expected,
+                "Pod {pod:?} in a namespace {namespace:?}"
+            );
+        }
+    })
 }
 
 #[test]
 fn the_warning_policy_does_not_warn_about_a_job_under_audit() {
-    for (label, opted_in) in [("enabled", true), ("audit", false)] {
-        // A container without command: the policy warns when opted in.
-        let template = json!({
-            "metadata": {"labels": {"tandem.dev/inject": label}},
-            "spec": {"containers": [{"name": "job", "image": "registry.example.com/job:1"}]},
-        });
-        let (variables, passes) = warning_on(&template);
-        assert_eq!(variables["optedIn"], json!(opted_in), "{label}");
-        assert_eq!(passes, !opted_in, "{label}");
-    }
+    on_a_large_stack(|| {
+        for (label, opted_in) in [("enabled", true), ("audit", false)] {
+            // A container without command: the policy warns when opted in.
+            let template = json!({
+                "metadata": {"labels": {"tandem.dev/inject": label}},
+                "spec": {"containers": [{"name": "job", "image": "registry.example.com/job:1"}]},
+            });
+            let (variables, passes) = warning_on(&template);
+            assert_eq!(variables["optedIn"], json!(opted_in), "{label}");
+            assert_eq!(passes, !opted_in, "{label}");
+        }
+    })
 }

@@ -11,7 +11,6 @@
 //!   map of its fields, the JSON the API server makes of it. What this does not
 //!   check: field names and types against the Pod schema (the API server does).
 
-use crate::inject::route::Route;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -23,14 +22,16 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, StructType};
 use serde_json::{Map, Value, json};
 
-use crate::inject::delivery::Mode;
+use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use crate::inject::{Images, Scope, keep};
+use crate::layout::ROUTE_ANNOTATION;
 use crate::layout::TANDEM;
 use crate::policy::documents;
 use crate::yaml::Node;
 
 use crate::tests::pods::{self, container, istio_proxy, job_container, job_pod, review};
-use crate::tests::{apply, install, planned};
+use crate::tests::{apply, install, install_on, planned};
 
 /// A typed object literal, evaluated to the map of its fields.
 struct Literal(Type);
@@ -50,6 +51,21 @@ impl StructType for Literal {
         }
         Box::<dyn Val>::try_from(cel::Value::from(map))
     }
+}
+
+/// Runs `test` on a thread with a large stack: the `cel` crate parses and
+/// evaluates by recursion, and a debug build of the policy's JSONPatch
+/// expression goes deeper than a test thread's 2 MiB.
+pub(super) fn on_a_large_stack(test: impl FnOnce() + Send) {
+    std::thread::scope(|s| {
+        let run = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn_scoped(s, test)
+            .expect("a test thread");
+        if let Err(panic) = run.join() {
+            std::panic::resume_unwind(panic);
+        }
+    });
 }
 
 /// The mutating policy's parts: match conditions, variables in order, patch.
@@ -85,8 +101,12 @@ fn list(node: &Node) -> &[Node] {
 }
 
 fn policy(mode: Mode) -> Policy {
-    let install = install(mode);
-    let docs = documents(&install);
+    policy_on(&install(mode))
+}
+
+/// [`policy`] for `install` (its mode and route).
+fn policy_on(install: &Install) -> Policy {
+    let docs = documents(install);
     let spec = field(&docs[0], "spec");
     let named = |key| {
         list(field(spec, key))
@@ -178,9 +198,7 @@ fn run(env: &Arc<Env>, source: &str, object: &Value, variables: &Map<String, Val
         ("namespaceObject", Value::Null),
     ];
     for (name, value) in bind {
-        context
-            .add_variable(name, cel::to_value(value).unwrap())
-            .unwrap();
+        context.add_variable(name, to_cel(&value)).unwrap();
     }
     context.add_function("findAll", find_all).unwrap();
     let value = program
@@ -189,6 +207,25 @@ fn run(env: &Arc<Env>, source: &str, object: &Value, variables: &Map<String, Val
     value
         .json()
         .unwrap_or_else(|e| panic!("{e:?}\nin {source}"))
+}
+
+/// `value` as the API server gives it to CEL: a whole number is an `int`
+/// (`cel::to_value` would make a positive one a `uint`, which CEL does not add
+/// to an `int`).
+fn to_cel(value: &Value) -> cel::Value {
+    match value {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => cel::Value::Int(i),
+            None => cel::to_value(value).unwrap(),
+        },
+        Value::Array(items) => items.iter().map(to_cel).collect::<Vec<_>>().into(),
+        Value::Object(fields) => {
+            let map: HashMap<String, cel::Value> =
+                fields.iter().map(|(k, v)| (k.clone(), to_cel(v))).collect();
+            cel::Value::from(map)
+        }
+        other => cel::to_value(other).unwrap(),
+    }
 }
 
 /// What the policy makes of `pod`: whether it matches, its variables (computed
@@ -201,7 +238,12 @@ struct Outcome {
 }
 
 fn evaluate(mode: Mode, pod: &Value) -> Outcome {
-    let policy = policy(mode);
+    evaluate_on(&install(mode), pod)
+}
+
+/// [`evaluate`] by the policy printed for `install`.
+fn evaluate_on(install: &Install, pod: &Value) -> Outcome {
+    let policy = policy_on(install);
     let env = environment(&policy.patch);
     let run = |source: &str, variables: &Map<String, Value>| run(&env, source, pod, variables);
     let mut variables = Map::new();
@@ -228,7 +270,12 @@ fn evaluate(mode: Mode, pod: &Value) -> Outcome {
 
 /// The webhook's Pod for `pod`.
 fn webhook(mode: Mode, pod: &Value) -> Value {
-    planned(pod, &install(mode), Scope::Label, &Images::new()).1
+    webhook_on(&install(mode), pod)
+}
+
+/// The webhook's Pod for `pod`, given `install` (its mode and route).
+fn webhook_on(install: &Install, pod: &Value) -> Value {
+    planned(pod, install, Scope::Label, &Images::new()).1
 }
 
 fn names(pod: &Value, pick: impl Fn(&Value) -> bool) -> Vec<String> {
@@ -355,47 +402,51 @@ fn cases(mode: Mode) -> Vec<(String, Value)> {
 
 #[test]
 fn every_expression_of_the_policy_compiles() {
-    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-        let policy = policy(mode);
-        let env = environment(&policy.patch);
-        let all = policy
-            .conditions
-            .iter()
-            .chain(policy.variables.iter().map(|(_, e)| e))
-            .chain([&policy.patch]);
-        for source in all {
-            if let Err(e) = env.compile(source) {
-                panic!("{e}\nin {source}");
+    on_a_large_stack(|| {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            let policy = policy(mode);
+            let env = environment(&policy.patch);
+            let all = policy
+                .conditions
+                .iter()
+                .chain(policy.variables.iter().map(|(_, e)| e))
+                .chain([&policy.patch]);
+            for source in all {
+                if let Err(e) = env.compile(source) {
+                    panic!("{e}\nin {source}");
+                }
             }
         }
-    }
+    })
 }
 
 #[test]
 fn the_policys_variables_name_the_containers_the_webhook_wraps_and_its_variables() {
-    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-        for (name, pod) in cases(mode) {
-            let webhook = webhook(mode, &pod);
-            let v = evaluate(mode, &pod).variables;
-            let before = pod["spec"]["containers"].as_array().unwrap();
-            let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
-                && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
-                && before.iter().any(|c| c["command"][0] == TANDEM);
-            assert_eq!(v["injected"], json!(was_injected), "{mode:?} {name}");
-            // Wrapped: the command changed now, or it runs the tandem we installed.
-            let wrapped = names(&webhook, |c| {
-                let old = before.iter().find(|o| o["name"] == c["name"]).unwrap();
-                c["command"] != old["command"] || (was_injected && c["command"][0] == TANDEM)
-            });
-            let records = v["wrap"].as_array().unwrap();
-            let named: Vec<&Value> = records.iter().map(|j| &j["c"]["name"]).collect();
-            assert_eq!(json!(named), json!(wrapped), "{mode:?} {name}");
-            assert_eq!(v["several"], json!(wrapped.len() > 1), "{mode:?} {name}");
-            for j in records {
-                wrapped_as_the_webhook_did(&format!("{mode:?} {name}"), j, &v, &pod, &webhook);
+    on_a_large_stack(|| {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            for (name, pod) in cases(mode) {
+                let webhook = webhook(mode, &pod);
+                let v = evaluate(mode, &pod).variables;
+                let before = pod["spec"]["containers"].as_array().unwrap();
+                let was_injected = webhook["spec"]["volumes"] == pod["spec"]["volumes"]
+                    && webhook["spec"]["initContainers"] == pod["spec"]["initContainers"]
+                    && before.iter().any(|c| c["command"][0] == TANDEM);
+                assert_eq!(v["injected"], json!(was_injected), "{mode:?} {name}");
+                // Wrapped: the command changed now, or it runs the tandem we installed.
+                let wrapped = names(&webhook, |c| {
+                    let old = before.iter().find(|o| o["name"] == c["name"]).unwrap();
+                    c["command"] != old["command"] || (was_injected && c["command"][0] == TANDEM)
+                });
+                let records = v["wrap"].as_array().unwrap();
+                let named: Vec<&Value> = records.iter().map(|j| &j["c"]["name"]).collect();
+                assert_eq!(json!(named), json!(wrapped), "{mode:?} {name}");
+                assert_eq!(v["several"], json!(wrapped.len() > 1), "{mode:?} {name}");
+                for j in records {
+                    wrapped_as_the_webhook_did(&format!("{mode:?} {name}"), j, &v, &pod, &webhook);
+                }
             }
         }
-    }
+    })
 }
 
 /// The webhook's change to the container of record `j` (of `variables.wrap`) is
@@ -452,83 +503,89 @@ fn wrapped_as_the_webhook_did(
 
 #[test]
 fn the_match_conditions_turn_away_every_pod_the_patch_leaves_as_it_is() {
-    let mut turned_away = 0;
-    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-        for (name, pod) in cases(mode) {
-            let policy = evaluate(mode, &pod);
-            if !policy.matches {
-                turned_away += 1;
-                continue;
+    on_a_large_stack(|| {
+        let mut turned_away = 0;
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            for (name, pod) in cases(mode) {
+                let policy = evaluate(mode, &pod);
+                if !policy.matches {
+                    turned_away += 1;
+                    continue;
+                }
+                // Matched: the patch changes the Pod, but for a changed Pod whose
+                // wrapped container waits on nothing while a known sidecar is there
+                // (the condition's one approximation).
+                let unchanged = policy.pod == pod;
+                let waits_on_nothing = policy.variables["injected"] == json!(true)
+                    && policy.variables["waited"] == json!([])
+                    && policy.variables["mesh"] == json!("");
+                assert!(
+                    !unchanged || waits_on_nothing,
+                    "{mode:?} {name}: matched, no change"
+                );
+                // The policy's own second call: turned away as well.
+                let again = evaluate(mode, &policy.pod);
+                assert!(
+                    !again.matches || waits_on_nothing,
+                    "{mode:?} {name}: called again"
+                );
             }
-            // Matched: the patch changes the Pod, but for a changed Pod whose
-            // wrapped container waits on nothing while a known sidecar is there
-            // (the condition's one approximation).
-            let unchanged = policy.pod == pod;
-            let waits_on_nothing = policy.variables["injected"] == json!(true)
-                && policy.variables["waited"] == json!([])
-                && policy.variables["mesh"] == json!("");
-            assert!(
-                !unchanged || waits_on_nothing,
-                "{mode:?} {name}: matched, no change"
-            );
-            // The policy's own second call: turned away as well.
-            let again = evaluate(mode, &policy.pod);
-            assert!(
-                !again.matches || waits_on_nothing,
-                "{mode:?} {name}: called again"
-            );
         }
-    }
-    assert!(turned_away > 10, "only {turned_away} turned away");
+        assert!(turned_away > 10, "only {turned_away} turned away");
+    })
 }
 
 #[test]
 fn the_policys_patch_gives_the_webhooks_pod_spec_for_every_case() {
-    for mode in [Mode::EmptyDir, Mode::ImageVolume] {
-        for (name, pod) in cases(mode) {
-            let webhook = webhook(mode, &pod);
-            let policy = evaluate(mode, &pod);
-            assert_eq!(
-                policy.pod["spec"],
-                webhook["spec"],
-                "{mode:?} {name}:\npolicy's:\n{}\nwebhook's:\n{}",
-                serde_json::to_string_pretty(&policy.pod["spec"]).unwrap(),
-                serde_json::to_string_pretty(&webhook["spec"]).unwrap()
-            );
+    on_a_large_stack(|| {
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            for (name, pod) in cases(mode) {
+                let webhook = webhook(mode, &pod);
+                let policy = evaluate(mode, &pod);
+                assert_eq!(
+                    policy.pod["spec"],
+                    webhook["spec"],
+                    "{mode:?} {name}:\npolicy's:\n{}\nwebhook's:\n{}",
+                    serde_json::to_string_pretty(&policy.pod["spec"]).unwrap(),
+                    serde_json::to_string_pretty(&webhook["spec"]).unwrap()
+                );
+            }
         }
-    }
+    })
 }
 
 #[test]
 fn the_match_conditions_leave_out_a_pod_that_restarts_for_ever_or_with_too_many_containers() {
-    let job = job_pod("j", vec![job_container("job")], vec![]);
-    let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
-    let replica = pods::owned(bare.clone(), "apps/v1", "ReplicaSet", "web-5d8f");
-    for pod in [&job, &bare, &replica] {
-        for policy in [json!("Never"), json!("OnFailure")] {
-            let mut pod = pod.clone();
-            pod["spec"]["restartPolicy"] = policy;
-            assert!(
-                evaluate(Mode::EmptyDir, &pod).matches,
-                "{}",
-                pod["metadata"]
-            );
+    on_a_large_stack(|| {
+        let job = job_pod("j", vec![job_container("job")], vec![]);
+        let bare = pods::bare_pod("p", vec![job_container("job")], vec![]);
+        let replica = pods::owned(bare.clone(), "apps/v1", "ReplicaSet", "web-5d8f");
+        for pod in [&job, &bare, &replica] {
+            for policy in [json!("Never"), json!("OnFailure")] {
+                let mut pod = pod.clone();
+                pod["spec"]["restartPolicy"] = policy;
+                assert!(
+                    evaluate(Mode::EmptyDir, &pod).matches,
+                    "{}",
+                    pod["metadata"]
+                );
+            }
+            for policy in [json!("Always"), Value::Null] {
+                let mut pod = pod.clone();
+                pod["spec"]["restartPolicy"] = policy;
+                assert!(
+                    !evaluate(Mode::EmptyDir, &pod).matches,
+                    "{}",
+                    pod["metadata"]
+                );
+                assert_eq!(webhook(Mode::EmptyDir, &pod), pod);
+            }
         }
-        for policy in [json!("Always"), Value::Null] {
-            let mut pod = pod.clone();
-            pod["spec"]["restartPolicy"] = policy;
-            assert!(
-                !evaluate(Mode::EmptyDir, &pod).matches,
-                "{}",
-                pod["metadata"]
-            );
-            assert_eq!(webhook(Mode::EmptyDir, &pod), pod);
-        }
-    }
-    let many: Vec<Value> = (0..=super::MAX_CONTAINERS)
-        .map(|i| job_container(&format!("c{i}")))
-        .collect();
-    assert!(!evaluate(Mode::EmptyDir, &job_pod("j", many, vec![])).matches);
+        let many: Vec<Value> = (0..=super::MAX_CONTAINERS)
+            .map(|i| job_container(&format!("c{i}")))
+            .collect();
+        assert!(!evaluate(Mode::EmptyDir, &job_pod("j", many, vec![])).matches);
+    })
 }
 
 /// The warning policy on a Job whose template is `pod`'s: its `missing`
@@ -569,19 +626,138 @@ fn warning_on(template: &Value) -> (Map<String, Value>, bool) {
 
 #[test]
 fn the_warning_policy_names_the_containers_the_webhook_would_look_up() {
-    for (name, pod) in cases(Mode::EmptyDir) {
-        if name.contains("reinvoked") {
-            continue; // a Job's template is never an injected Pod
+    on_a_large_stack(|| {
+        for (name, pod) in cases(Mode::EmptyDir) {
+            if name.contains("reinvoked") {
+                continue; // a Job's template is never an injected Pod
+            }
+            let request = review("uid-1", &pod)["request"].clone();
+            let wanted: Vec<String> = crate::inject::wanted(&request, Scope::Label, Route::Wrap)
+                .into_iter()
+                .map(|(container, _)| container)
+                .collect();
+            let (missing, passes) = warning(&pod);
+            assert_eq!(missing, json!(wanted), "{name}");
+            assert_eq!(passes, wanted.is_empty(), "{name}");
         }
-        let request = review("uid-1", &pod)["request"].clone();
-        let wanted: Vec<String> = crate::inject::wanted(&request, Scope::Label, Route::Wrap)
-            .into_iter()
-            .map(|(container, _)| container)
-            .collect();
-        let (missing, passes) = warning(&pod);
-        assert_eq!(missing, json!(wanted), "{name}");
-        assert_eq!(passes, wanted.is_empty(), "{name}");
+    })
+}
+
+/// The native route's Pods (SPEC §12), each also as the webhook left it, and
+/// once more after Vault's injector added its agent and init container; with
+/// the wrap route's cases annotated native too.
+fn native_cases() -> Vec<(String, Value)> {
+    let install = install_on(Mode::EmptyDir, Route::Native);
+    let mut out: Vec<(String, Value)> = pods::native_cases()
+        .into_iter()
+        .map(|(n, p)| (n.to_string(), p))
+        .collect();
+    for (name, mut pod) in pods::cases() {
+        pod["metadata"]["annotations"][ROUTE_ANNOTATION] = json!("native");
+        out.push((format!("{name}, annotated native"), pod));
     }
+    let first = out.clone();
+    for (name, pod) in first {
+        let once = webhook_on(&install, &pod);
+        let mut vault = once.clone();
+        vault["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(pods::sidecar("vault-agent"));
+        out.push((format!("{name}, reinvoked"), once));
+        out.push((format!("{name}, reinvoked after vault"), vault));
+    }
+    out
+}
+
+#[test]
+fn the_native_routes_policy_gives_the_webhooks_pod_spec_for_every_case() {
+    on_a_large_stack(|| {
+        let mut changed = 0;
+        for mode in [Mode::EmptyDir, Mode::ImageVolume] {
+            for route in [Route::Native, Route::Wrap] {
+                let install = install_on(mode, route);
+                let each = native_cases().into_iter().chain(if route == Route::Native {
+                    cases(mode)
+                } else {
+                    Vec::new()
+                });
+                for (name, pod) in each {
+                    let webhook = webhook_on(&install, &pod);
+                    let policy = evaluate_on(&install, &pod);
+                    assert_eq!(
+                        policy.pod["spec"],
+                        webhook["spec"],
+                        "{mode:?} {route:?} {name}:\npolicy's:\n{}\nwebhook's:\n{}",
+                        serde_json::to_string_pretty(&policy.pod["spec"]).unwrap(),
+                        serde_json::to_string_pretty(&webhook["spec"]).unwrap()
+                    );
+                    if webhook["spec"] != pod["spec"] {
+                        changed += 1;
+                    }
+                    // Nothing left to do: the policy's own second call, and
+                    // the webhook's, are turned away or change nothing.
+                    let again = evaluate_on(&install, &policy.pod);
+                    assert!(
+                        !again.matches || again.pod == policy.pod,
+                        "{mode:?} {route:?} {name}: called again"
+                    );
+                    if !policy.matches {
+                        assert_eq!(webhook["spec"], pod["spec"], "{mode:?} {route:?} {name}");
+                    }
+                }
+            }
+        }
+        assert!(changed > 40, "only {changed} Pods changed");
+    })
+}
+
+#[test]
+fn the_policys_route_is_the_annotations_when_it_names_one() {
+    on_a_large_stack(|| {
+        let pod = |value: Option<&str>| {
+            let mut p = pods::native_cases().remove(0).1;
+            if let Some(v) = value {
+                p["metadata"]["annotations"][ROUTE_ANNOTATION] = json!(v);
+            }
+            p
+        };
+        for default in [Route::Wrap, Route::Native] {
+            let install = install_on(Mode::EmptyDir, default);
+            for (value, route) in [
+                (Some("native"), "native"),
+                (Some("wrap"), "wrap"),
+                (Some("Native"), default.name()),
+                (None, default.name()),
+            ] {
+                let out = evaluate_on(&install, &pod(value));
+                assert_eq!(
+                    out.variables["route"],
+                    json!(route),
+                    "{default:?} {value:?}"
+                );
+            }
+        }
+    })
+}
+
+#[test]
+fn the_warning_policy_is_quiet_for_a_template_on_the_native_route() {
+    on_a_large_stack(|| {
+        let no_command = pods::cases()
+            .into_iter()
+            .find(|(n, _)| *n == "no-command")
+            .unwrap()
+            .1;
+        let (missing, passes) = warning(&no_command);
+        assert_eq!(missing, json!(["uploader"]));
+        assert!(!passes);
+        let mut native = no_command.clone();
+        native["metadata"]["annotations"][ROUTE_ANNOTATION] = json!("native");
+        let (missing, passes) = warning(&native);
+        assert_eq!(missing, json!([]));
+        assert!(passes);
+    })
 }
 
 #[path = "audit_tests.rs"]

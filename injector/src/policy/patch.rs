@@ -44,7 +44,11 @@ fn install_ops(install: &Install) -> Vec<String> {
             add("'/spec/volumes/-'", &shared_volume)
         ),
     ];
-    ops.extend(install.init_container().map(|init| init_ops(&init)));
+    ops.extend(
+        install
+            .init_container()
+            .map(|init| init_ops(&init, "'/spec/initContainers/-'", "variables.initMounts")),
+    );
     let command = format!("[{}, '--'] + j.cmd", quote(TANDEM));
     ops.extend([
         format!(
@@ -138,23 +142,25 @@ fn env_ops() -> Vec<String> {
     ops
 }
 
-/// The install container's operations: the container alone at `/-`, then its
-/// mounts list created and filled one by one (no list of typed objects as a value).
-fn init_ops(init: &Value) -> String {
+/// The install container's operations: the container alone at `path` (a CEL
+/// string: `/-`, or the index it goes to), then its mounts list, at `mounts`,
+/// created and filled one by one (no list of typed objects as a value).
+pub fn init_ops(init: &Value, path: &str, mounts: &str) -> String {
     let mut bare = init.clone();
-    let mounts = bare
+    let each = bare
         .as_object_mut()
         .and_then(|o| o.remove("volumeMounts"))
         .unwrap_or_default();
-    let at = "variables.initMounts + '";
     let mut ops = vec![format!(
-        "JSONPatch{{op: 'add', path: '/spec/initContainers/-',\n    value: {}}}",
+        "JSONPatch{{op: 'add', path: {path},\n    value: {}}}",
         object("Object.spec.initContainers", &bare)
     )];
-    ops.push("JSONPatch{op: 'add',\n    path: variables.initMounts,\n    value: []}".to_string());
-    for m in mounts.as_array().into_iter().flatten() {
+    ops.push(format!(
+        "JSONPatch{{op: 'add',\n    path: {mounts},\n    value: []}}"
+    ));
+    for m in each.as_array().into_iter().flatten() {
         ops.push(format!(
-            "JSONPatch{{op: 'add',\n    path: {at}/-',\n    value: {}}}",
+            "JSONPatch{{op: 'add',\n    path: {mounts} + '/-',\n    value: {}}}",
             object("Object.spec.initContainers.volumeMounts", m)
         ));
     }
