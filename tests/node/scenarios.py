@@ -15,6 +15,10 @@ evidence line or raises `k8s.Failed` with what went wrong:
   6 user view    termination messages, the tandem.dev/injection annotation,
                  `kubectl logs` through the API server
   7, 8           restarts in place and Pods of any owner (restarts.py)
+  3 chart        charts/tandem-injector installed with Helm's library, the
+                 injector as its Deployment; Jobs through it, both routes; an
+                 upgrade keeping the certificate; an uninstall leaving nothing
+                 (chart.py)
 
 E2E_NODE_ONLY=NAME,NAME runs only those (and what they build on, DEPENDS).
 """
@@ -34,6 +38,7 @@ import pods
 import pods_registry
 from jobs import (NS, Follow, Watch, create_job, delete_job, first_pod, finished, job_from,
                   log, statuses, wait_for)
+from chart import ChartScenario
 from restarts import Restarts
 
 LABEL = {"tandem.dev/inject": "enabled"}
@@ -50,7 +55,8 @@ ORDER = [("1-examples", "examples"), ("2-control", "control"),
          ("7-on-failure", "on_failure"), ("7-restart-rules", "restart_rules"),
          ("7-restart-all-containers", "restart_all"), ("8-bare-pods", "bare_pods"),
          ("8-always-untouched", "always_untouched"),
-         ("3-policy", "policy"), ("3-registry", "registry"), ("3-image-volume", "image_volume")]
+         ("3-policy", "policy"), ("3-registry", "registry"), ("3-image-volume", "image_volume"),
+         ("3-chart", "chart")]
 # What a scenario reads from one before it: the examples' Pods, the webhook it keeps.
 DEPENDS = {"6-termination-message": ["1-examples"], "5-namespace-and-cronjob": ["3-webhook"]}
 # The scenarios that wait for the Jobs start_examples creates.
@@ -73,7 +79,7 @@ def select(only):
     return [n for n in names if n in wanted]
 
 
-class Run(Restarts):
+class Run(Restarts, ChartScenario):
     def __init__(self, api, node, podman, injector, work, say, transcripts, versions):
         self.api, self.node, self.podman = api, node, podman
         self.injector, self.work, self.say = str(injector), work, say
