@@ -204,7 +204,9 @@ def crash(api, hook, report, pods):
           f"{restarted - created:.2f} s in; last Pod stored {last - created:.2f} s in "
           f"({last - restarted:.2f} s after the restart)")
     report.check("crash", counted, "the API server counted a create failed on the webhook while "
-                 "the injector was down (apiserver_admission_webhook_rejection_count, docs' alert)")
+                 "the injector was down (apiserver_admission_webhook_rejection_count, docs' alert)"
+                 if counted else f"the API server counted no failed create within {HANG} s "
+                 "of the kill (apiserver_admission_webhook_rejection_count, docs' alert)")
     bare = [name for _, name, ok in seen if not ok]
     report.check("crash", not bare, f"{len(bare)} of {len(seen)} Pods stored without tandem")
     report.check("crash", len(seen) == pods, f"{len(seen)} of {pods} Pods stored after the restart")
@@ -238,18 +240,23 @@ def hung(api, hook, report):
     hook.proc.send_signal(signal.SIGCONT)
     resumed = time.monotonic()
     seen = watch.wait(1, resumed + HANG)
-    report.check("hung", counted, f"the API server counted the failed webhook call "
-                 f"{counted_at - created:.1f} s after the Job's create, the injector stopped")
+    report.check("hung", counted,
+                 f"the API server counted the failed webhook call {counted_at - created:.1f} s "
+                 "after the Job's create, the injector stopped" if counted else
+                 f"the API server counted no failed webhook call within {HANG} s")
     report.check("hung", message is not None,
-                 f"FailedCreate {failed_at - created:.1f} s after the Job's create, while stopped")
+                 f"FailedCreate {failed_at - created:.1f} s after the Job's create, while stopped"
+                 if message else f"no FailedCreate within {HANG} s")
     if message:
         print(f"  FailedCreate: {message}")
     report.check("hung", still and not stored,
                  f"{len(stored)} Pods stored, read after both, the injector "
                  f"{'still' if still else 'NO LONGER'} stopped")
-    if seen:
+    if stored:
+        report.check("hung", False, "the Pod was stored before SIGCONT")
+    elif seen:
         when, _, ok = seen[0]
-        report.check("hung", ok, f"the Pod stored {when - resumed:.2f} s after SIGCONT, "
+        report.check("hung", ok, f"the Pod stored after SIGCONT ({when - resumed:.2f} s), "
                                  f"{'with' if ok else 'WITHOUT'} tandem")
     else:
         report.check("hung", False, f"no Pod stored within {HANG} s of SIGCONT")
