@@ -521,10 +521,13 @@ class Run:
         """A mesh's injector adds istio-proxy after tandem's change: tandem runs
         again and the plain Pod ends as the istio-classic one did (its spec)."""
         classic = self.stored["webhook-emptydir"]["istio-classic"]
-        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        sidecar = classic["spec"]["containers"][1]
+        mesh = MeshWebhook(self.api, sidecar)
         try:
-            time.sleep(2)  # the API server's informer picks the configuration up
-            pod, _ = create_pod(self.api, NS, self.plain)
+            # The first create the mesh's webhook changed (its configuration
+            # reaches the API server's informer a moment after it is created).
+            pod = until(self.api, self.plain, lambda p: sidecar["name"] in
+                        [c["name"] for c in p["spec"]["containers"]], "the mesh's webhook")
         finally:
             mesh.stop()
         found = diff(classic["spec"], pod["spec"])
@@ -673,7 +676,7 @@ def policy_passes(r, api, injector, mode, kcm):
         r.warnings()
         print("both-emptydir:")
         hook = webhook(api, injector, mode, r.workdir)
-        time.sleep(2)
+        reviewed(api, r.plain, hook)
         r.pass_("both-emptydir")
         r.same("policy-emptydir", "both-emptydir")
         hook.stop()
@@ -681,18 +684,34 @@ def policy_passes(r, api, injector, mode, kcm):
     r.type_checking(objects)
     for obj in reversed(objects):
         k8s.delete(api, obj)
-    time.sleep(2)
+    until(api, r.plain, lambda p: not injected(p), f"policy-{mode} gone")
 
 
-def until(api, pod, done, what, bound=30.0):
-    """Until creating `pod` answers a Pod for which `done` holds (informers
-    take a moment to see a change of configuration)."""
+def until(api, pod, done, what, bound=60.0):
+    """The first Pod that creating `pod` answers for which `done` holds
+    (informers take a moment to see a change of configuration); only a hang
+    reaches `bound`."""
     end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if done(create_pod(api, NS, pod)[0]):
-            return
+    while True:
+        stored = create_pod(api, NS, pod)[0]
+        if done(stored):
+            return stored
+        if time.monotonic() >= end:
+            raise k8s.Failed(f"{what}: not in effect after {bound:.0f} s")
         time.sleep(0.2)
-    raise k8s.Failed(f"{what}: not in effect after {bound:.0f} s")
+
+
+def reviewed(api, pod, hook, bound=60.0):
+    """Until a create of `pod` has reached the webhook of `hook` (its log has
+    a line for it), whatever it answered: the webhook is in effect."""
+    end = time.monotonic() + bound
+    while True:
+        create_pod(api, NS, pod)
+        if "dry run:" in hook.log.read_text(errors="replace"):
+            return
+        if time.monotonic() >= end:
+            raise k8s.Failed(f"{hook.log}: no review within {bound:.0f} s")
+        time.sleep(0.2)
 
 
 def cost(r, api, injector):
