@@ -795,12 +795,16 @@ def cost(r, api, injector):
     if before:
         variants.pop("policy-before")
         ratio = m.served("policy-before") / max(m.served("policy-one-op"), 1e-9)
+        runs, mean = m.own(calls["policy-before"])
         print(f"    policy-before      added {m.added('policy-before'):+.2f} ms "
-              f"(server {m.served('policy-before'):+.2f} ms, {ratio:.2f}x policy-one-op's)")
+              f"(server {m.served('policy-before'):+.2f} ms, {ratio:.2f}x policy-one-op's); "
+              f"its call {runs:.2f} x {mean or 0:.0f} µs")
     if variants:
         print("  the printed policy's match and one operation, after evaluating:")
         for name in ["policy-one-op", *variants, "policy"]:
-            print(f"    {name:22} added {m.added(name):+.2f} ms (server {m.served(name):+.2f} ms)")
+            runs, mean = m.own(calls[name])
+            print(f"    {name:22} added {m.added(name):+.2f} ms (server {m.served(name):+.2f} ms); "
+                  f"its call {runs:.2f} x {mean or 0:.0f} µs")
     for route in sorted(set(wrong)):
         r.problem(f"admission cost: {wrong.count(route)} answers of {route} "
                   "were not what the route makes")
