@@ -189,6 +189,18 @@ def review_time(hook):
     return (got["count"], got["sum"]) if len(got) == 2 else None
 
 
+def cpu_ns(pid):
+    """Nanoseconds process `pid` has run on a CPU, summed over its threads
+    now (/proc/PID/task/*/schedstat); a thread that ended is not counted."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def only_route(objects, route, prefix=None):
     """Copies of `objects` that admit only Pods labelled ROUTE_LABEL=`route`:
     each webhook of a MutatingWebhookConfiguration and each
@@ -264,6 +276,7 @@ class Measure:
                     self.check(name, *conn.post(self.path, self.bodies[name])[:2])
             before = scrape(self.api)
             reviews = {name: review_time(hook) for name, hook in self.hooks.items()}
+            cpu = {name: cpu_ns(hook.proc.pid) for name, hook in self.hooks.items()}
             for c in range(cycles):
                 for name in names[c % len(names):] + names[:c % len(names)]:
                     start = time.perf_counter()
@@ -275,9 +288,10 @@ class Measure:
             self.rows = breakdown(before, scrape(self.api))
             for name, hook in self.hooks.items():
                 after = review_time(hook)
+                used = (cpu_ns(hook.proc.pid) - cpu[name]) / 1e9
                 if reviews[name] and after:
                     self.reviews[name] = (after[0] - reviews[name][0],
-                                          after[1] - reviews[name][1])
+                                          after[1] - reviews[name][1], used)
         finally:
             conn.close()
         self.load.append(_load())
@@ -340,7 +354,8 @@ class Measure:
         out("    (median ms of the client's wall time and of the API server's own (its audit "
             "log); added: the route's minus none's in the same cycle, median over cycles; "
             f"its call: runs a create x mean of the API server's histogram of the route's "
-            f"webhook call or policy evaluation; the injector's own: mean of its {REVIEW})")
+            f"webhook call or policy evaluation; the injector's own: mean of its {REVIEW}, "
+            "and its CPU time a review from /proc/PID/task/*/schedstat)")
         for r in ROUTES:
             client = statistics.median(self.client[r])
             server = statistics.median(t for t in self.server[r] if t is not None)
@@ -354,8 +369,9 @@ class Measure:
                     problems.append(f"admission cost: {r}'s own call ({calls[r][1]}) ran "
                                     f"{runs:.2f} times a create, not at least once")
             if self.reviews.get(r):
-                count, seconds = self.reviews[r]
-                line += f", the injector's own {seconds / max(count, 1) * 1e6:.0f} µs"
+                count, seconds, cpu = self.reviews[r]
+                line += (f", the injector's own {seconds / max(count, 1) * 1e6:.0f} µs "
+                         f"({cpu / max(count, 1) * 1e6:.0f} µs on a CPU)")
             out(line)
         if self.unmatched:
             problems.append(f"admission cost: {self.unmatched} creates not in the API server's "
