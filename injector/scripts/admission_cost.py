@@ -27,7 +27,7 @@ none's in the same cycle. Beside them, the API server's histograms read
 before and after: each route's own webhook call or policy evaluation (its
 copy's name tells it apart: runs a create and mean), the admission steps and
 plugins of all routes together, and the injector's own time a review (its
-/metrics).
+/metrics, and its CPU time from /proc/PID/task/*/schedstat).
 
 The gate, each route against its floor (GOAL), is on the API server's added
 time: the create as the API server handles it (every admission step the route
@@ -40,8 +40,9 @@ millisecond between runs. The client's figures are printed beside. The
 webhook call alone would leave out what the injector's answer costs the rest
 of the create (the chain invoked again after its change) and, measured by the
 histogram's mean, takes in every stall of the injector's process; the
-injector's own time a review (its /metrics) is printed too, but it is a mean
-over a few hundred microseconds that a loaded machine moves by half. A route
+injector's own time a review is printed too (its /metrics, a mean a loaded
+machine moves several times over, and its CPU time from /proc, which it does
+not: the same for a changing and a no-change review). A route
 misses its goal only when the low end of its ratio's scatter over resampled
 cycles (5th percentile) is over it: a run that lands near the goal by chance
 passes, saying so, and a route that adds more than the goal fails every run.
