@@ -614,10 +614,12 @@ class Run:
         native = self.stored["webhook-emptydir"][f"{NATIVE}istio"]
         plain = copy.deepcopy(self.plain)
         plain["metadata"].setdefault("annotations", {})[ROUTE] = "native"
-        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        mesh = MeshWebhook(self.api, sidecar)
         try:
-            time.sleep(2)
-            pod, _ = create_pod(self.api, NS, plain)
+            # Moved or not, the proxy is in the Pod once the mesh's webhook is in effect.
+            pod = until(self.api, plain, lambda p: sidecar["name"] in [
+                c["name"] for c in p["spec"]["containers"] + p["spec"].get("initContainers", [])],
+                "the mesh's webhook")
         finally:
             mesh.stop()
         found = diff(native["spec"], pod["spec"])
