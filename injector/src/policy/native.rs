@@ -51,19 +51,6 @@ fn gets_wait(c: &str, names: &str) -> String {
     )
 }
 
-/// The match condition's native half: a classic sidecar the table knows, or
-/// an already-native one that gets the wait.
-pub fn something_to_do() -> String {
-    let names = "object.spec.initContainers\n        .map(x, x.name)";
-    format!(
-        "object.spec.containers.exists(c, c.name in\n    {}) ||\n  \
-         has(object.spec.initContainers) &&\n  \
-         object.spec.initContainers.exists(c,\n    {})",
-        super::cel::sidecar_names(),
-        gets_wait("c", names)
-    )
-}
-
 /// The variables the native patch reads, each after those it reads (and
 /// after `injected`, the wrap route's): what moves and what gets the wait,
 /// then where the operations go.

@@ -128,3 +128,31 @@ fn the_warning_policy_is_quiet_for_a_template_on_the_native_route() {
         assert!(passes);
     })
 }
+
+#[test]
+fn every_pod_on_the_native_route_matches_so_a_later_webhook_brings_the_policy_back() {
+    on_a_large_stack(|| {
+        // Nothing to move yet: Istio's injector, a webhook, runs after the
+        // policies, and the API server calls a policy again only if it matched.
+        let plain = pods::native_cases()
+            .into_iter()
+            .find(|(n, _)| *n == "no sidecar")
+            .unwrap()
+            .1;
+        let install = install_on(Mode::EmptyDir, Route::Native);
+        let first = evaluate_on(&install, &plain);
+        assert!(first.matches);
+        assert_eq!(first.pod, plain, "nothing to do yet");
+        let mut later = first.pod.clone();
+        later["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(pods::istio_proxy(false));
+        let again = evaluate_on(&install, &later);
+        assert_eq!(again.pod["spec"], webhook_on(&install, &later)["spec"]);
+        assert_eq!(
+            again.pod["spec"]["initContainers"][1]["name"],
+            "istio-proxy"
+        );
+    })
+}
