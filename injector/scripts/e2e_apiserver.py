@@ -602,6 +602,23 @@ class Run:
                          f"istio-classic through the webhook {json.dumps(a)} / {json.dumps(b)}")
         print(f"  plain, then istio-proxy added by another webhook: "
               f"{'as istio-classic through the webhook' if not found else 'DIFFERENT'}")
+        # The native route: the re-invocation moves the proxy another webhook
+        # added after tandem's first review.
+        native = self.stored["webhook-emptydir"][f"{NATIVE}istio"]
+        plain = copy.deepcopy(self.plain)
+        plain["metadata"].setdefault("annotations", {})[ROUTE] = "native"
+        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        try:
+            time.sleep(2)
+            pod, _ = create_pod(self.api, NS, plain)
+        finally:
+            mesh.stop()
+        found = diff(native["spec"], pod["spec"])
+        for path, a, b in found:
+            self.problem(f"{name} native, then a mesh's webhook: plain: .spec{path}: "
+                         f"{NATIVE}istio through the webhook {json.dumps(a)} / {json.dumps(b)}")
+        print(f"  plain on the native route, then istio-proxy added by another webhook: "
+              f"{'as ' + NATIVE + 'istio through the webhook' if not found else 'DIFFERENT'}")
 
     def idle(self, seconds):
         """Reviews after the webhook's connection sat idle are answered."""

@@ -695,3 +695,29 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
             .contains("tandem-injector audit [FILE|-] [--route ROUTE] [--output table|json]")
     );
 }
+
+#[test]
+fn on_the_native_route_the_audit_says_what_moves_and_looks_nothing_up() {
+    for (name, pod) in pods::native_cases() {
+        let stored_pod = stored(pod.clone(), "ns", "p", &[]);
+        let got = would::would(&stored_pod, Route::Native);
+        assert!(got.starts_with("native: "), "{name}: {got}");
+        assert!(got.ends_with("job containers unchanged"), "{name}: {got}");
+        assert!(
+            !got.contains("needs its image's entrypoint"),
+            "{name}: {got}"
+        );
+    }
+    let several = pods::native_cases().remove(1).1;
+    assert_eq!(
+        would::would(&stored(several, "ns", "p", &[]), Route::Native),
+        "native: moved linkerd-proxy, istio-proxy, vault-agent, cloud-sql-proxy, daprd to \
+         native sidecars, tandem waits for linkerd-proxy, istio-proxy, cloud-sql-proxy, daprd \
+         in postStart; vault-agent has no readiness to wait for; job containers unchanged"
+    );
+    // A Pod's own annotation wins over the audit's route.
+    let mut wrap = pods::native_cases().remove(0).1;
+    wrap["metadata"]["annotations"]["tandem.dev/route"] = json!("wrap");
+    let got = would::would(&stored(wrap, "ns", "p", &[]), Route::Native);
+    assert!(got.starts_with("wrapped job"), "{got}");
+}

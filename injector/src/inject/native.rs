@@ -41,6 +41,15 @@ impl Moves {
     }
 }
 
+/// One classic sidecar to move: its index in `containers`, its name, its row
+/// and how it will be waited for.
+struct Move<'a> {
+    from: usize,
+    name: &'a str,
+    sidecar: &'static Sidecar,
+    wait: Wait,
+}
+
 /// The native route's plan for the Pod whose `spec` this is, with its
 /// containers `main` and `init` read: the moves, and the operations that make
 /// them. An error when the binary's volume would clash with one of the Pod's.
@@ -50,37 +59,10 @@ pub(super) fn plan(
     init: &[Container],
     install: &Install,
 ) -> Result<(Moves, Vec<Value>), String> {
-    let raw = |field: &str, index: usize| &spec[field][index];
-    let mut moving: Vec<(&Container, &Sidecar)> = main
-        .iter()
-        .filter_map(|c| Some((c, sidecars::by_container(c.name)?)))
-        .collect();
-    // A mesh proxy first: the others' traffic goes through it.
-    moving.sort_by_key(|(_, s)| !s.redirects);
-    let moved: Vec<(usize, &str, &Sidecar, Wait)> = moving
-        .iter()
-        .map(|(c, s)| (c.index, c.name, *s, wait(s, raw("containers", c.index))))
-        .collect();
-    let waited: Vec<(usize, &Sidecar)> = init
-        .iter()
-        .filter(|c| c.always)
-        .filter_map(|c| Some((c, sidecars::by_container(c.name)?)))
-        .filter(|(c, s)| {
-            let raw = raw("initContainers", c.index);
-            s.ready.endpoint().is_some() && raw["startupProbe"].is_null() && !has_post_start(raw)
-        })
-        .map(|(c, s)| (c.index, s))
-        .collect();
-
-    let installed = super::pod::changed_earlier(spec, init);
-    let install_at = init.iter().position(|c| c.name == INSTALL_CONTAINER);
-    // An already-native sidecar before an install container that is there
-    // already would run its hook before the binary is copied: left as it is.
-    let waited: Vec<(usize, &Sidecar)> = waited
-        .into_iter()
-        .filter(|(i, _)| install_at.is_none_or(|at| at < *i))
-        .collect();
-    let needs_tandem = !waited.is_empty() || moved.iter().any(|m| m.3 == Wait::Tandem);
+    let moved = moving(spec, main);
+    let waited = waited(spec, init);
+    let needs_tandem = !waited.is_empty() || moved.iter().any(|m| m.wait == Wait::Tandem);
+    let installing = needs_tandem && !super::pod::changed_earlier(spec, init);
     let volumes = match spec.get("volumes") {
         None | Some(Value::Null) => None,
         Some(Value::Array(v)) => Some(v),
@@ -90,7 +72,7 @@ pub(super) fn plan(
         .into_iter()
         .flatten()
         .find(|v| v["name"] == BIN_VOLUME);
-    if let Some(v) = clash.filter(|_| needs_tandem && !installed) {
+    if let Some(v) = clash.filter(|_| installing) {
         return Err(format!("it already has a volume named {}", v["name"]));
     }
 
@@ -98,25 +80,15 @@ pub(super) fn plan(
     // The already-native ones first, at the indices they have before anything
     // is inserted ahead of them.
     for (i, s) in &waited {
-        let at = format!("/spec/initContainers/{i}");
-        let c = raw("initContainers", *i);
-        patch.push(match &c["lifecycle"] {
-            Value::Object(_) => json!({"op": "add", "path": format!("{at}/lifecycle/postStart"),
-                "value": post_start(s)}),
-            _ => json!({"op": "add", "path": format!("{at}/lifecycle"),
-                "value": {"postStart": post_start(s)}}),
-        });
-        let has_mounts = c["volumeMounts"].is_array();
-        append(
+        give_wait(
             &mut patch,
-            &format!("{at}/volumeMounts"),
-            has_mounts,
-            vec![delivery::bin_mount()],
+            &format!("/spec/initContainers/{i}"),
+            &spec["initContainers"][*i],
+            s,
         );
     }
-    let has_init = spec.get("initContainers").is_some_and(Value::is_array);
     let mut added = Vec::new();
-    if needs_tandem && !installed {
+    if installing {
         append(
             &mut patch,
             "/spec/volumes",
@@ -132,23 +104,27 @@ pub(super) fn plan(
             }
         }
     }
-    for (i, _, s, w) in &moved {
-        added.push(native(raw("containers", *i), *w, s));
-    }
+    added.extend(
+        moved
+            .iter()
+            .map(|m| native(&spec["containers"][m.from], m.wait, m.sidecar)),
+    );
     if !added.is_empty() {
+        let has_init = spec.get("initContainers").is_some_and(Value::is_array);
         append(&mut patch, "/spec/initContainers", has_init, added);
     }
-    let mut from: Vec<usize> = moved.iter().map(|m| m.0).collect();
+    // The last first, so no index shifts under the next removal.
+    let mut from: Vec<usize> = moved.iter().map(|m| m.from).collect();
     from.sort_unstable_by(|a, b| b.cmp(a));
     for i in from {
         patch.push(json!({"op": "remove", "path": format!("/spec/containers/{i}")}));
     }
     let moves = Moves {
-        moved: moved.iter().map(|m| (m.1.to_string(), m.3)).collect(),
+        moved: moved.iter().map(|m| (m.name.to_string(), m.wait)).collect(),
         waited: waited
             .iter()
             .map(|(i, _)| {
-                raw("initContainers", *i)["name"]
+                spec["initContainers"][*i]["name"]
                     .as_str()
                     .unwrap_or("")
                     .to_string()
@@ -156,6 +132,61 @@ pub(super) fn plan(
             .collect(),
     };
     Ok((moves, patch))
+}
+
+/// The classic sidecars of `main` the table knows, in the order they will
+/// run: a mesh proxy first (the others' traffic goes through it), then the
+/// Pod's order.
+fn moving<'a>(spec: &Map<String, Value>, main: &[Container<'a>]) -> Vec<Move<'a>> {
+    let mut moving: Vec<Move> = main
+        .iter()
+        .filter_map(|c| {
+            let sidecar = sidecars::by_container(c.name)?;
+            let wait = wait(sidecar, &spec["containers"][c.index]);
+            Some(Move {
+                from: c.index,
+                name: c.name,
+                sidecar,
+                wait,
+            })
+        })
+        .collect();
+    moving.sort_by_key(|m| !m.sidecar.redirects);
+    moving
+}
+
+/// The already-native sidecars of `init` that get tandem's wait, by index:
+/// those with a readiness endpoint and neither a startup probe nor a
+/// `postStart`, and not before an install container already there (its
+/// hook would run before the binary is copied).
+fn waited(spec: &Map<String, Value>, init: &[Container]) -> Vec<(usize, &'static Sidecar)> {
+    let install_at = init.iter().position(|c| c.name == INSTALL_CONTAINER);
+    init.iter()
+        .filter(|c| c.always && install_at.is_none_or(|at| at < c.index))
+        .filter_map(|c| Some((c.index, sidecars::by_container(c.name)?)))
+        .filter(|(i, s)| {
+            let raw = &spec["initContainers"][*i];
+            s.ready.endpoint().is_some() && raw["startupProbe"].is_null() && !has_post_start(raw)
+        })
+        .collect()
+}
+
+/// Appends to `patch` what gives the native sidecar `c`, at `at`, tandem's
+/// wait for `s`: the hook, beside its other lifecycle hooks, and the mount.
+fn give_wait(patch: &mut Vec<Value>, at: &str, c: &Value, s: &Sidecar) {
+    patch.push(match &c["lifecycle"] {
+        Value::Object(_) => json!({"op": "add", "path": format!("{at}/lifecycle/postStart"),
+            "value": post_start(s)}),
+        _ => json!({"op": "add", "path": format!("{at}/lifecycle"),
+            "value": {"postStart": post_start(s)}}),
+    });
+    let has_mounts = c["volumeMounts"].is_array();
+    append(
+        patch,
+        &format!("{at}/volumeMounts"),
+        has_mounts,
+        vec![delivery::bin_mount()],
+    );
 }
 
 /// How the moved sidecar `s`, as `container` reads, will be waited for.

@@ -73,9 +73,9 @@ pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
     let moving = format!(
         "(object.spec.containers.filter(c, c.name in {}) +\n  \
          object.spec.containers.filter(c, c.name in {}))\n  \
-         .map(c, {{'c': c,\n    'from': variables.mains.indexOf(c.name),\n    \
-         'tandem': c.name in {} &&\n      \
-         !(has(c.lifecycle) && has(c.lifecycle.postStart))}})",
+         .map(c, {{'c': dyn(c),\n    'from': dyn(variables.mains.indexOf(c.name)),\n    \
+         'tandem': dyn(c.name in {} &&\n      \
+         !(has(c.lifecycle) && has(c.lifecycle.postStart)))}})",
         names(&proxies),
         names(&others),
         waited_names()
@@ -98,8 +98,8 @@ pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
             format!(
                 "has(object.spec.initContainers) ?\n  \
                  object.spec.initContainers.filter(c,\n    {})\n  \
-                 .map(c, {{'c': c, 'at': '/spec/initContainers/' +\n    \
-                 string(variables.initNames.indexOf(c.name)) + '/'}}) : []",
+                 .map(c, {{'c': dyn(c), 'at': dyn('/spec/initContainers/' +\n    \
+                 string(variables.initNames.indexOf(c.name)) + '/')}}) : []",
                 gets_wait("c", "variables.initNames")
             ),
         ),
@@ -133,8 +133,8 @@ pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
         (
             "moved",
             "lists.range(size(variables.moving)).map(k,\n  \
-             {'m': variables.moving[k], 'at': '/spec/initContainers/' +\n    \
-             string(variables.nativeBase + k) + '/'})"
+             {'m': dyn(variables.moving[k]), 'at': dyn('/spec/initContainers/' +\n    \
+             string(variables.nativeBase + k) + '/')})"
                 .into(),
         ),
     ]
