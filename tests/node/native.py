@@ -90,7 +90,7 @@ class Stream:
 
     def __init__(self, api, path, on_event):
         self.api, self.path, self.on_event = api, path, on_event
-        self.stopped = False
+        self.stopped, self.resp = False, None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -100,16 +100,22 @@ class Stream:
         req.add_header("Authorization", f"Bearer {self.api.token}")
         try:
             with urllib.request.urlopen(req, context=self.api.ssl, timeout=620) as resp:
+                self.resp = resp
                 for line in resp:
                     if self.stopped:
                         return
                     if line.strip():
                         self.on_event(time.time(), json.loads(line))
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, AttributeError):
+            pass  # stopped: the response closed under the reader
 
     def stop(self):
         self.stopped = True
+        if self.resp:
+            try:
+                self.resp.close()
+            except OSError:
+                pass
 
 
 class Timeline:
@@ -151,7 +157,7 @@ class Native:
         adds: the real Envoy as istio-proxy, the Cloud SQL Auth Proxy stand-in
         (ready after 3 s, on loopback only); ROUTE as its tandem.dev/route
         annotation (None: none), opted in by LABELS. The app exits CODE and GETs
-        the sidecars' endpoints as it starts. No second Pod (backoffLimit 0)."""
+        the sidecars' endpoints as it starts."""
         job, _ = job_from("istio-cloudsql-job.yaml", name, self.image, without_tandem=True,
                           images={"registry.example.com/migrate:1.0": "job-distroless"},
                           labels=labels)
@@ -160,7 +166,11 @@ class Native:
             template["metadata"].setdefault("annotations", {})[ROUTE] = route
         spec = template["spec"]
         spec["restartPolicy"] = policy
-        job["spec"]["backoffLimit"] = 0
+        # Never: no second Pod (a failed run is the Job's failure). OnFailure: the
+        # manifest's 2, since the Job fails once its Pod's restarts in place reach
+        # backoffLimit.
+        if policy == "Never":
+            job["spec"]["backoffLimit"] = 0
         for c in spec["containers"]:
             if c["name"] == JOB:
                 c.setdefault("env", []).extend([
@@ -183,6 +193,13 @@ class Native:
             return wait_for(done, within, f"job {name} Complete or Failed")
         except k8s.Failed as e:
             raise k8s.Failed(f"{e}; {self.story(pods_of(self.api, name))}") from e
+
+    def only_pod(self, name):
+        """The one Pod of Job NAME."""
+        found = pods_of(self.api, name)
+        if len(found) != 1:
+            raise k8s.Failed(f"job {name} has {len(found)} Pods, not one; {self.story(found)}")
+        return found[0]
 
     def logs(self, pod, container, previous=False):
         return stamped(log(self.api, pod["metadata"]["name"], container, previous=previous,
@@ -266,15 +283,15 @@ class Native:
             for code, job in made.items():
                 name = job["metadata"]["name"]
                 cond, _ = self.job_ended(name)
-                found = pods_of(self.api, name)
+                pod = self.only_pod(name)
+                found = [pod]
                 want = "Complete" if code == "0" else "Failed"
-                pod = found[0]
                 st = statuses(pod)
-                if (cond["type"] != want or len(found) != 1
+                if (cond["type"] != want
                         or st[JOB][:2] != ("terminated", int(code))
                         or pod["status"]["phase"] != ("Succeeded" if code == "0" else "Failed")):
-                    raise k8s.Failed(f"{name}: Job {cond['type']} ({cond.get('reason')}), "
-                                     f"{len(found)} Pods; {self.story(found)}")
+                    raise k8s.Failed(f"{name}: Job {cond['type']} ({cond.get('reason')}); "
+                                     f"{self.story(found)}")
                 sent = next(c for c in job["spec"]["template"]["spec"]["containers"]
                             if c["name"] == JOB)
                 try:
@@ -312,19 +329,23 @@ class Native:
             with self.injecting():
                 create_job(self.api, job)
                 cond, _ = self.job_ended(name)
-            found = pods_of(self.api, name)
-            pod = found[0]
+            if cond["type"] != "Complete":
+                raise k8s.Failed(f"Job {cond['type']}: {cond.get('reason')}: {cond.get('message')}")
+            pod = self.only_pod(name)
             st, counts = statuses(pod), restarts_of(pod)
             status = next(s for s in pod["status"]["containerStatuses"] if s["name"] == JOB)
             last = (status.get("lastState") or {}).get("terminated") or {}
-            if (cond["type"] != "Complete" or len(found) != 1
+            if (cond["type"] != "Complete"
                     or pod["status"]["phase"] != "Succeeded" or st[JOB][:2] != ("terminated", 0)
                     or counts[JOB] != 1 or last.get("exitCode") != 3
                     or any(counts[s] for s in SIDECARS)):
-                raise k8s.Failed(f"Job {cond['type']}, {len(found)} Pods; last state {last}; "
-                                 f"{self.story(found)}")
+                raise k8s.Failed(f"Job {cond['type']}; last state {last}; "
+                                 f"{self.story([pod])}")
             if "first run in this Pod" not in last.get("message", ""):
                 raise k8s.Failed(f"the first run's message: {last.get('message')!r}")
+            now = [line for _, line in self.logs(pod, JOB)]
+            if "app: done, exiting 0" not in now or any("first run" in line for line in now):
+                raise k8s.Failed(f"the job's last run: {now}")
             # The second run found both sidecars up as it started, and they were
             # stopped only after it.
             order = self.started_after_ready(pod, app)
@@ -349,7 +370,7 @@ class Native:
                 create_job(self.api, job)
                 cond, _ = self.job_ended(name)
                 counters = metrics()
-            pod = pods_of(self.api, name)[0]
+            pod = self.only_pod(name)
             st = statuses(pod)
             got = next(c for c in pod["spec"]["containers"] if c["name"] == JOB)
             lookups = {k: v for k, v in counters.items() if "registry_lookups" in k and v}
@@ -535,15 +556,17 @@ class Native:
                 if cond["type"] != "Complete":
                     raise k8s.Failed(f"{name}: {cond}")
                 wait_for(lambda: line.done_at, 10, f"{name}: the watch saw the Job end")
-                pod = pods_of(self.api, name)[0]
-            start = next(t for t, l in self.logs(pod, JOB) if l.startswith("app: ") and
-                         "started" in l)
+                pod = self.only_pod(name)
+            lines = self.logs(pod, JOB)
+            start = next(t for t, l in lines if l.startswith("app: ") and "started" in l)
+            end = next(t for t, l in lines if l.startswith("app: done, exiting"))
             if not line.pod_at:
                 raise k8s.Failed(f"{name}: the watch saw no Pod")
             return {"start": (start - utc(line.pod_at)).total_seconds(),
                     "done": line.done_at - line.pod_at if line.done_at else None,
+                    "tail": (utc(line.done_at) - end).total_seconds() if line.done_at else None,
                     "lag": line.pod_at - t_post,
-                    "saw": self.saw(self.logs(pod, JOB))}
+                    "saw": self.saw(lines)}
         finally:
             line.stop()
             delete_job(self.api, name)
@@ -588,17 +611,19 @@ class Native:
                f"it starts. Seconds from the Pod's creation (its ADDED event on a watch), "
                f"median (min–max) of {TIMING_RUNS} runs each, one Job at a time.", "",
                "| sidecars | route | to the job's start | to the Job's completion | "
-               "the job found at start |",
-               "|---|---|---|---|---|"]
+               "the job's end to the Job's completion | the job found at start |",
+               "|---|---|---|---|---|---|"]
         for shape in shapes:
             for route in ROUTES:
                 runs = got[(route, shape)]
-                dones = [r["done"] for r in runs]
-                done = cell(dones) if all(d is not None for d in dones) else "never completes"
+                done, tail = (cell([r[k] for r in runs]) if all(r[k] is not None for r in runs)
+                              else "never completes" for k in ("done", "tail"))
+                tail = tail if tail != "never completes" else "–"
                 seen = sorted({", ".join(f":{u.split('/')[2].split(':')[1]} {short(v)}"
                                          for u, v in r["saw"].items()) for r in runs})
                 out.append(f"| {shape} | {route if route != 'none' else 'no tandem'} | "
-                           f"{cell([r['start'] for r in runs])} | {done} | {'; '.join(seen)} |")
+                           f"{cell([r['start'] for r in runs])} | {done} | {tail} | "
+                           f"{'; '.join(seen)} |")
         lag = statistics.median(r["lag"] for v in got.values() for r in v)
         out += ["", f"The Job's Pod was stored a median {lag:.2f} s after the Job was."]
         return "\n".join(out) + "\n"

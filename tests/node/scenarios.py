@@ -154,8 +154,8 @@ class Run(Restarts, Native):
                 evidence = getattr(self, method)()
                 results.append((name, True, evidence))
                 self.say(f"PASS {name} ({time.monotonic() - t:.0f}s): {evidence}")
-            except (k8s.Failed, pods.Failed, KeyError, TypeError, ValueError,
-                    subprocess.SubprocessError, OSError) as e:
+            except (k8s.Failed, pods.Failed, KeyError, IndexError, TypeError, ValueError,
+                    StopIteration, subprocess.SubprocessError, OSError) as e:
                 results.append((name, False, str(e)))
                 self.say(f"FAIL {name} ({time.monotonic() - t:.0f}s): {e}")
         return results
