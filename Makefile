@@ -460,8 +460,10 @@ endif
 ## injector by webhook, policy and registry entrypoint, a Pod deleted with a grace
 ## period, activeDeadlineSeconds, a CronJob and a labelled namespace, what
 ## kubectl shows, restarts in place (OnFailure, restartPolicyRules,
-## RestartAllContainers), Pods no Job owns, an Always Pod left alone. Opt-in, not
-## part of `make test`; needs root and the binaries by path: make e2e-node
+## RestartAllContainers), Pods no Job owns, an Always Pod left alone; the native
+## route (sidecars moved to native ones tandem waits for, by webhook and policy),
+## hand-written native controls, and the timing of both routes and of none. Opt-in,
+## not part of `make test`; needs root and the binaries by path: make e2e-node
 ## KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=… KUBELET=… ETCD=…
 ## [CONTAINERD_DIR=a containerd 2.x install] [E2E_TRANSCRIPTS=docs/transcripts]
 ## [E2E_NODE_ONLY=SCENARIO,…] (docs/development.md).

@@ -23,6 +23,7 @@ and helpers (Restarts' too).
 
 import datetime
 import json
+import socket
 import statistics
 import subprocess
 import threading
@@ -107,15 +108,21 @@ class Stream:
                     if line.strip():
                         self.on_event(time.time(), json.loads(line))
         except (OSError, ValueError, AttributeError):
-            pass  # stopped: the response closed under the reader
+            pass  # stopped: the socket shut down under the reader
 
     def stop(self):
+        """Ends the watch now: its socket shut down under the reader (closing the
+        response would wait for the reader's lock, held until the next event)."""
         self.stopped = True
-        if self.resp:
+        sock = getattr(getattr(getattr(self.resp, "fp", None), "raw", None), "_sock", None)
+        if sock:
             try:
-                self.resp.close()
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        self.thread.join(timeout=5)
+        if self.thread.is_alive():
+            raise k8s.Failed(f"the watch of {self.path} did not stop")
 
 
 class Timeline:
