@@ -577,7 +577,7 @@ class Native:
         finally:
             line.stop()
             delete_job(self.api, name)
-            wait_for(lambda: not pods_of(self.api, name), 90, f"{name}'s Pod gone")
+            wait_for(lambda: not pods_of(self.api, name), 180, f"{name}'s Pod gone")
 
     def native_timing(self):
         """TIMING_RUNS Jobs per route and shape, one at a time, the routes taking
