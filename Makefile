@@ -34,6 +34,8 @@ LINT_BIN = $(LINT_VENV)/bin
 # checkov for `make restricted`, from .ci/checkov/requirements.txt: a venv of its own,
 # since it pins packaging below 24 and brings about 95 packages the linters need not share.
 CHECKOV_VENV = target/checkov
+# Helm v4's library (helm-python-sdk) for `make chart`, from .ci/helm/requirements.txt.
+HELM_VENV = target/helm
 WORKFLOWS = $(wildcard .github/workflows/*.yml)
 DOCKERFILES = Dockerfile.distroless
 
@@ -86,7 +88,7 @@ demo-envoy: envoy
 ## It ends with how many tests skipped for a missing prerequisite, and why
 ## (under CI=true such a test fails instead).
 test: skips-reset lint lint-ci unit test-musl deps static size check-static smoke arm64 tls \
-	manifests restricted pods package injector injector-manifests injector-pods
+	manifests restricted pods package injector injector-manifests injector-pods chart
 	@.ci/skips.sh $(SKIPS)
 
 # Where tests/support's `skip` and smoke.sh record each skip (cargo's
@@ -114,7 +116,7 @@ lint-ci: lint-tools
 lint-tools: $(LINT_VENV)/installed
 
 # One venv per hash-locked requirements file: .ci/NAME/requirements.txt → target/NAME.
-$(LINT_VENV)/installed $(CHECKOV_VENV)/installed: target/%/installed: .ci/%/requirements.txt
+$(LINT_VENV)/installed $(CHECKOV_VENV)/installed $(HELM_VENV)/installed: target/%/installed: .ci/%/requirements.txt
 	rm -rf target/$*
 	python3 -m venv target/$*
 	target/$*/bin/pip install --quiet --disable-pip-version-check --require-hashes \
@@ -212,14 +214,16 @@ manifests: static lint-tools
 	.ci/manifests.sh $(BIN) $(LINT_BIN)
 
 ## restricted: every Job and CronJob of examples/k8s/ and of the README's and docs/'
-## yaml blocks (as `make manifests` extracts them to target/manifests/) passes
+## yaml blocks (as `make manifests` extracts them to target/manifests/), and the Helm
+## chart's Deployment (as `make chart` renders it, default and every value set), passes
 ## checkov's checks of the "restricted" Pod Security Standard and a read-only root
 ## filesystem, offline (.ci/restricted.py lists the checks and why; a self-test
 ## first makes each one fail).
 .PHONY: restricted
-restricted: manifests $(CHECKOV_VENV)/installed
+restricted: manifests chart $(CHECKOV_VENV)/installed
 	$(CHECKOV_VENV)/bin/python .ci/restricted.py $(CHECKOV_VENV)/bin/checkov \
-		examples/k8s/*.yaml target/manifests/*.yaml
+		examples/k8s/*.yaml target/manifests/*.yaml \
+		target/chart/default/kubernetes.yaml target/chart/everything/kubernetes.yaml
 
 ## pods: the Jobs of examples/k8s/ run as real Pods (podman kube play, scratch
 ## images built from local files, the real Envoy as istio-proxy, the fake sidecar
@@ -371,6 +375,28 @@ injector-pods: envoy injector-test
 injector-bench: injector
 	INJECTOR_BENCH_BIN=$(abspath $(INJECTOR_BIN)) $(CARGO) bench --locked -p tandem-injector --bench review
 
+## chart: charts/tandem-injector, offline, with Helm v4's own library (the pinned
+## helm-python-sdk in $(HELM_VENV)): for each documented combination of values,
+## helm lint --strict, the values against values.schema.json and a render; its
+## webhook configuration and policies are what `tandem-injector webhook` and
+## `policy` print for the same options, its Deployment, Service, ServiceAccount
+## and PodDisruptionBudget are deploy/tandem-injector.yaml's, its cert-manager
+## resources deploy/cert-manager.yaml's, its PrometheusRule docs/injector.md's
+## alert rules; everything validates strictly for Kubernetes 1.29, 1.33 and 1.36
+## (policies 1.36, 1.37), Pod Security "restricted"; a misspelt value fails; the
+## generated files are current (injector/scripts/chart.py).
+## chart-files: writes those generated files (files/ from the binary and the
+## docs' alert rules, the tables of values from the schema).
+.PHONY: chart chart-files
+chart: lint-tools $(HELM_VENV)/installed
+	$(CARGO) build --locked -p tandem-injector
+	$(HELM_VENV)/bin/python injector/scripts/chart.py check target/debug/tandem-injector \
+		$(LINT_BIN) target/chart
+
+chart-files: $(HELM_VENV)/installed
+	$(CARGO) build --locked -p tandem-injector
+	$(HELM_VENV)/bin/python injector/scripts/chart.py files target/debug/tandem-injector
+
 ## e2e-audit: audit before enabling (SPEC §10.8) in a real API server on loopback
 ## (injector/scripts/e2e_audit.py): a Job labelled audit and an unlabelled Job in a
 ## namespace labelled audit are stored unchanged but for the annotation; then
@@ -423,7 +449,12 @@ e2e-reach:
 ## within a minute, FailedCreate in the Job's events); SIGSTOPped while a Job is
 ## created (no Pod, FailedCreate; after SIGCONT the Pod, with tandem); 150-Pod
 ## bursts through the webhook, the policy and neither (each within 1.25x
-## neither). E2E_ONLY=outage runs only those.
+## neither). E2E_ONLY=outage runs only those. Then charts/tandem-injector installed
+## for real with Helm v4's library (injector/scripts/e2e_chart.py, needs root: the
+## injector behind the chart's Service listens on 127.0.0.1:443): install, Pods
+## injected through the chart's webhook, upgrades (the certificate Secret kept byte
+## for byte) to route native, then to the policy, both routes, and an uninstall
+## that leaves nothing. E2E_ONLY=chart runs only that.
 .PHONY: e2e-apiserver
 KUBE_APISERVER ?=
 ETCD ?=
@@ -432,26 +463,34 @@ E2E_IDLE ?=
 E2E_ONLY ?=
 E2E_DIR = target/tmp/e2e-apiserver
 
-e2e-apiserver:
+e2e-apiserver: $(HELM_VENV)/installed
 	@if [ ! -x "$(KUBE_APISERVER)" ] || [ ! -x "$(ETCD)" ]; then \
 		echo "e2e-apiserver: KUBE_APISERVER='$(KUBE_APISERVER)' ETCD='$(ETCD)': expected the paths of a kube-apiserver 1.36+ and an etcd binary (make e2e-apiserver KUBE_APISERVER=/path ETCD=/path)" >&2; \
 		exit 2; fi
 	@if [ -n "$(KUBE_CONTROLLER_MANAGER)" ] && [ ! -x "$(KUBE_CONTROLLER_MANAGER)" ]; then \
 		echo "e2e-apiserver: KUBE_CONTROLLER_MANAGER='$(KUBE_CONTROLLER_MANAGER)': expected the path of a kube-controller-manager binary, or nothing" >&2; \
 		exit 2; fi
-ifneq ($(E2E_ONLY),outage)
+	@case '$(E2E_ONLY)' in ''|outage|chart) ;; *) \
+		echo "e2e-apiserver: E2E_ONLY='$(E2E_ONLY)': expected outage, chart or nothing (everything)" >&2; exit 2;; esac
+ifeq ($(E2E_ONLY),)
 	$(CARGO) test --locked -p tandem-injector --test https each_job_pod_is_answered_over_https
 endif
 	$(CARGO) build --release --locked -p tandem-injector
-ifneq ($(E2E_ONLY),outage)
+ifeq ($(E2E_ONLY),)
 	KUBE_CONTROLLER_MANAGER=$(if $(KUBE_CONTROLLER_MANAGER),$(abspath $(KUBE_CONTROLLER_MANAGER))) \
 		python3 injector/scripts/e2e_apiserver.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		target/release/tandem-injector $(INJECTOR_PATCHED)/../original $(E2E_DIR) $(E2E_IDLE)
 endif
+ifneq ($(E2E_ONLY),outage)
+	$(HELM_VENV)/bin/python injector/scripts/e2e_chart.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
+		target/release/tandem-injector $(E2E_DIR)-chart
+endif
+ifneq ($(E2E_ONLY),chart)
 	@if [ -z "$(KUBE_CONTROLLER_MANAGER)" ]; then \
 		echo "e2e-outage: not run: the crash, hung and burst scenarios need KUBE_CONTROLLER_MANAGER (its Job controller makes the Pods)" >&2; \
 	else python3 injector/scripts/e2e_outage.py $(abspath $(KUBE_APISERVER)) $(abspath $(ETCD)) \
 		$(abspath $(KUBE_CONTROLLER_MANAGER)) target/release/tandem-injector $(E2E_DIR)-outage; fi
+endif
 
 ## e2e-node: tandem and tandem-injector on a real kubelet (tests/node/e2e_node.py):
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler on loopback,
@@ -460,10 +499,13 @@ endif
 ## injector by webhook, policy and registry entrypoint, a Pod deleted with a grace
 ## period, activeDeadlineSeconds, a CronJob and a labelled namespace, what
 ## kubectl shows, restarts in place (OnFailure, restartPolicyRules,
-## RestartAllContainers), Pods no Job owns, an Always Pod left alone; the native
-## route (sidecars moved to native ones tandem waits for, by webhook and policy),
-## hand-written native controls, and the timing of both routes and of none. Opt-in,
-## not part of `make test`; needs root and the binaries by path: make e2e-node
+## RestartAllContainers), Pods no Job owns, an Always Pod left alone, the Helm
+## chart installed (its Deployment running the static injector), Jobs through it
+## by both routes, upgraded, uninstalled (tests/node/chart.py); the native route
+## (sidecars moved to native ones tandem waits for, by webhook and policy),
+## hand-written native controls, and the timing of both routes and of none
+## (tests/node/native.py). Opt-in, not part of `make test`; needs root and the
+## binaries by path: make e2e-node
 ## KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=… KUBELET=… ETCD=…
 ## [CONTAINERD_DIR=a containerd 2.x install] [E2E_TRANSCRIPTS=docs/transcripts]
 ## [E2E_NODE_ONLY=SCENARIO,…] (docs/development.md).
@@ -474,7 +516,7 @@ CONTAINERD_DIR ?=
 E2E_TRANSCRIPTS ?=
 E2E_NODE_DIR = target/tmp/e2e-node
 
-e2e-node: envoy
+e2e-node: envoy injector $(HELM_VENV)/installed
 	@for v in KUBE_APISERVER KUBE_CONTROLLER_MANAGER KUBE_SCHEDULER KUBELET ETCD; do \
 		eval p=\$$$$v; if [ ! -x "$$p" ]; then \
 		echo "e2e-node: $$v='$$p': expected the path of that binary (Kubernetes 1.36+), e.g. make e2e-node $$v=/path" >&2; exit 2; fi; done
@@ -484,6 +526,7 @@ e2e-node: envoy
 	KUBE_APISERVER=$(abspath $(KUBE_APISERVER)) KUBE_CONTROLLER_MANAGER=$(abspath $(KUBE_CONTROLLER_MANAGER)) \
 	KUBE_SCHEDULER=$(abspath $(KUBE_SCHEDULER)) KUBELET=$(abspath $(KUBELET)) ETCD=$(abspath $(ETCD)) \
 	CONTAINERD_DIR=$(if $(CONTAINERD_DIR),$(abspath $(CONTAINERD_DIR))) \
-		python3 tests/node/e2e_node.py $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN) \
+	INJECTOR_STATIC=$(abspath $(INJECTOR_BIN)) \
+		$(HELM_VENV)/bin/python tests/node/e2e_node.py $(PODS_BIN)/tandem $(PODS_BIN)/fake-sidecar $(ENVOY_BIN) \
 		target/release/tandem-injector $(E2E_NODE_DIR) \
 		$(if $(E2E_TRANSCRIPTS),--transcripts $(abspath $(E2E_TRANSCRIPTS)))

@@ -1,6 +1,7 @@
 """Checks that every Job and CronJob in examples/k8s/ (and in the documents' yaml
-blocks `make restricted` passes) meets the "restricted" Pod Security Standard,
-with checkov (run by `make restricted`).
+blocks `make restricted` passes), and every Deployment of the manifests given
+(the Helm chart's, as `make chart` renders it), meets the "restricted" Pod
+Security Standard, with checkov (run by `make restricted`).
 
   restricted.py CHECKOV [MANIFEST...]
       MANIFEST... defaults to examples/k8s/*.yaml. First a self-test: a Job, a
@@ -167,15 +168,15 @@ def selftest(binary):
 
 
 def jobs(path):
-    """checkov's names (Kind.namespace.name) of the Jobs and CronJobs in PATH."""
+    """checkov's names (Kind.namespace.name) of the Jobs, CronJobs and Deployments in PATH."""
     with open(path, encoding="utf-8") as f:
         docs = [d for d in yaml.safe_load_all(f) if isinstance(d, dict)]
     return [f"{d['kind']}.{d['metadata'].get('namespace', 'default')}.{d['metadata']['name']}"
-            for d in docs if d.get("kind") in ("Job", "CronJob")]
+            for d in docs if d.get("kind") in ("Job", "CronJob", "Deployment")]
 
 
 def check_manifests(binary, files):
-    """Every Job and CronJob of FILES passes every check. Returns the failures."""
+    """Every Job, CronJob and Deployment of FILES passes every check. Returns the failures."""
     results = checkov(binary, files)["results"]
     failures = [f"{e}: checkov could not parse it" for e in results.get("parsing_errors", [])]
     passed = by_resource(results, "passed_checks")
@@ -207,7 +208,7 @@ def main(argv):
         print(f"restricted: FAILED: {failure}", file=sys.stderr)
     if failures:
         return 1
-    print(f"restricted: the Jobs and CronJobs of {len(files)} manifests pass "
+    print(f"restricted: the Jobs, CronJobs and Deployments of {len(files)} manifests pass "
           f"checkov's {len(CHECKS)} restricted-profile checks ({', '.join(sorted(CHECKS))})")
     return 0
 

@@ -15,6 +15,7 @@ pub mod entrypoint;
 mod env;
 pub mod keep;
 pub mod native;
+mod ops;
 mod patch;
 mod pod;
 pub mod report;

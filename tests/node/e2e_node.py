@@ -10,7 +10,9 @@ examples' apps on a static busybox, the pinned real Envoy with its libraries, th
 sidecar stand-ins) and imported into containerd. Then the scenarios below, one
 line each with the evidence, and a summary; exit 0 only if all pass
 (E2E_NODE_ONLY=NAME,NAME: only those). The work directory (every log) is kept on
-failure, removed on success.
+failure, removed on success. INJECTOR_STATIC (in the environment) is the static
+tandem-injector the chart's Deployment runs, in an image built FROM scratch;
+the chart's scenario needs helm-python-sdk (run with `make e2e-node`'s venv).
 
 Usage: e2e_node.py TANDEM FAKE_SIDECAR ENVOY INJECTOR WORKDIR [--transcripts DIR]
 """
@@ -48,7 +50,7 @@ def static_busybox():
     return next((p for p in ("/bin/busybox", "/usr/bin/busybox") if Path(p).exists()), None)
 
 
-def build_and_import(node, work, tandem, fake, envoy, busybox):
+def build_and_import(node, work, tandem, fake, envoy, busybox, injector_static):
     """pods.py's images (podman build, FROM scratch), a pause image for the
     sandboxes, saved to one archive and imported into this node's containerd."""
     conf = work / "containers.conf"
@@ -69,6 +71,12 @@ def build_and_import(node, work, tandem, fake, envoy, busybox):
     root.mkdir()
     podman.build("job-entrypoint", root, f"FROM {podman.image('job-distroless')}\n"
                  'ENTRYPOINT ["/app/myjob"]\nCMD ["--since=yesterday"]\n')
+    # The chart's Deployment runs the injector alone (uid 65532, read-only root).
+    root = images / "tandem-injector"
+    root.mkdir()
+    pods.put(root, "/tandem-injector", injector_static)
+    podman.build("tandem-injector", root, 'FROM scratch\nCOPY . /\nUSER 65532:65532\n'
+                 'ENTRYPOINT ["/tandem-injector"]\n')
     archive = work / "images.tar"
     podman("save", "-m", "--format", "docker-archive", "-o", str(archive), *podman.images)
     return podman, archive
@@ -110,8 +118,9 @@ def main(argv):
     except ValueError as e:
         say(str(e))
         return 64
-    for path in (tandem, fake, envoy, injector):
-        if not os.access(path, os.X_OK):
+    injector_static = Path(os.environ.get("INJECTOR_STATIC", "")).resolve()
+    for path in (tandem, fake, envoy, injector, injector_static):
+        if not os.access(path, os.X_OK) or not path.is_file():
             say(f"{path}: not an executable (make e2e-node builds it first)")
             return 64
     busybox = static_busybox()
@@ -142,7 +151,8 @@ def main(argv):
     results = []
     try:
         t0 = time.monotonic()
-        podman, archive = build_and_import(node, work, tandem, fake, envoy, busybox)
+        podman, archive = build_and_import(node, work, tandem, fake, envoy, busybox,
+                                           injector_static)
         say(f"images built in {time.monotonic() - t0:.0f}s")
         node.start_containerd(podman.image("pause"))
         node.ctr("images", "import", str(archive))

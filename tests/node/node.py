@@ -404,14 +404,21 @@ class Node:
 
 class ControlPlane(k8s.Cluster):
     """cluster.Cluster with what a node needs: the API server reaches the kubelet
-    by its InternalIP (`kubectl logs`), and the controller manager and scheduler."""
+    by its InternalIP (`kubectl logs`) and a Service by its endpoints, and the
+    controller manager (Deployments' controllers and EndpointSlices too, for the
+    chart) and scheduler."""
 
     def __init__(self, bins, dir, say):
         super().__init__(
             bins["kube-apiserver"], bins["etcd"], dir, bins["kube-controller-manager"],
-            apiserver_args=["--kubelet-preferred-address-types=InternalIP"],
+            # The chart's webhook is called through its Service: with no kube-proxy
+            # here, the API server picks one of its endpoints (a Pod's IP on the
+            # bridge) itself.
+            apiserver_args=["--kubelet-preferred-address-types=InternalIP",
+                            "--enable-aggregator-routing=true"],
             controllers="job,cronjob,serviceaccount,serviceaccount-token,namespace,"
-                        "garbagecollector,ttl-after-finished,podgc,root-ca-cert-publisher")
+                        "garbagecollector,ttl-after-finished,podgc,root-ca-cert-publisher,"
+                        "deployment,replicaset,endpointslice,disruption")
         config = self.kubeconfig()
         self._start("kube-scheduler", [
             bins["kube-scheduler"], f"--kubeconfig={config}",

@@ -15,6 +15,10 @@ evidence line or raises `k8s.Failed` with what went wrong:
   6 user view    termination messages, the tandem.dev/injection annotation,
                  `kubectl logs` through the API server
   7, 8           restarts in place and Pods of any owner (restarts.py)
+  3 chart        charts/tandem-injector installed with Helm's library, the
+                 injector as its Deployment; Jobs through it, both routes; an
+                 upgrade keeping the certificate; an uninstall leaving nothing
+                 (chart.py)
   9 native       the native route (SPEC §12): classic sidecars moved to native
                  ones that tandem waits for in postStart, the hand-written
                  controls, and the timing of both routes and of none (native.py)
@@ -39,6 +43,7 @@ import pods
 import pods_registry
 from jobs import (NS, Follow, Watch, create_job, delete_job, first_pod, finished, job_from,
                   log, statuses, wait_for)
+from chart import ChartScenario
 from native import Native
 from restarts import Restarts
 
@@ -57,6 +62,7 @@ ORDER = [("1-examples", "examples"), ("2-control", "control"),
          ("7-restart-all-containers", "restart_all"), ("8-bare-pods", "bare_pods"),
          ("8-always-untouched", "always_untouched"),
          ("3-policy", "policy"), ("3-registry", "registry"), ("3-image-volume", "image_volume"),
+         ("3-chart", "chart"),
          ("9-native-webhook", "native_webhook"), ("9-native-on-failure", "native_on_failure"),
          ("9-native-entrypoint", "native_entrypoint"), ("9-native-policy", "native_policy"),
          ("9-native-control-probe", "control_probe"),
@@ -84,7 +90,7 @@ def select(only):
     return [n for n in names if n in wanted]
 
 
-class Run(Restarts, Native):
+class Run(Restarts, ChartScenario, Native):
     def __init__(self, api, node, podman, injector, work, say, transcripts, versions):
         self.api, self.node, self.podman = api, node, podman
         self.injector, self.work, self.say = str(injector), work, say

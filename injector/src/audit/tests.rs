@@ -3,7 +3,6 @@
 //! the injection would do (the webhook's own plan), the List read, the table
 //! and the JSON, the command line.
 
-use crate::inject::route::Route;
 use serde_json::{Value, json};
 
 use super::command::{Args, Output};
@@ -11,6 +10,7 @@ use super::{Audit, audit, list, render, would};
 use crate::cli::{Task, parse};
 use crate::inject::Images;
 use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use crate::inject::{Scope, plan_with};
 use crate::registry::ImageConfig;
 use crate::tests::pods::{self, bare_pod, container, istio_proxy, job_container, job_pod, review};
@@ -28,7 +28,12 @@ fn state(word: &str) -> Value {
 
 /// `pod` as stored: named `name` in `namespace`, its containers' and init
 /// containers' states given by name.
-fn stored(mut pod: Value, namespace: &str, name: &str, states: &[(&str, &str)]) -> Value {
+pub(super) fn stored(
+    mut pod: Value,
+    namespace: &str,
+    name: &str,
+    states: &[(&str, &str)],
+) -> Value {
     pod["metadata"]["name"] = json!(name);
     pod["metadata"]["namespace"] = json!(namespace);
     let status = |list: &str| -> Vec<Value> {
@@ -248,11 +253,7 @@ fn every_sidecar_still_running_is_named_in_the_pods_order() {
 /// The webhook's annotation for `pod` opted in through `/mutate`, its images
 /// answered by `images`.
 fn webhook_line(pod: &Value, images: &Images) -> String {
-    let install = Install {
-        image: pods::TANDEM_IMAGE.into(),
-        mode: Mode::EmptyDir,
-        route: Route::Wrap,
-    };
+    let install = crate::tests::install(Mode::EmptyDir);
     let request = review("uid-1", pod)["request"].clone();
     let plan = plan_with(&request, &install, Scope::Label, images);
     plan.report.expect("a Job's Pod has a report").line()
@@ -694,30 +695,4 @@ fn the_audit_command_line_takes_a_file_or_stdin_and_an_output_and_nothing_else()
         crate::cli::help()
             .contains("tandem-injector audit [FILE|-] [--route ROUTE] [--output table|json]")
     );
-}
-
-#[test]
-fn on_the_native_route_the_audit_says_what_moves_and_looks_nothing_up() {
-    for (name, pod) in pods::native_cases() {
-        let stored_pod = stored(pod.clone(), "ns", "p", &[]);
-        let got = would::would(&stored_pod, Route::Native);
-        assert!(got.starts_with("native: "), "{name}: {got}");
-        assert!(got.ends_with("job containers unchanged"), "{name}: {got}");
-        assert!(
-            !got.contains("needs its image's entrypoint"),
-            "{name}: {got}"
-        );
-    }
-    let several = pods::native_cases().remove(1).1;
-    assert_eq!(
-        would::would(&stored(several, "ns", "p", &[]), Route::Native),
-        "native: moved linkerd-proxy, istio-proxy, vault-agent, cloud-sql-proxy, daprd to \
-         native sidecars, tandem waits for linkerd-proxy, istio-proxy, cloud-sql-proxy, daprd \
-         in postStart; vault-agent has no readiness to wait for; job containers unchanged"
-    );
-    // A Pod's own annotation wins over the audit's route.
-    let mut wrap = pods::native_cases().remove(0).1;
-    wrap["metadata"]["annotations"]["tandem.dev/route"] = json!("wrap");
-    let got = would::would(&stored(wrap, "ns", "p", &[]), Route::Native);
-    assert!(got.starts_with("wrapped job"), "{got}");
 }

@@ -2,11 +2,13 @@
 //! Pods, through each route, the plan is the one `enabled` gets with nothing
 //! applied but the annotation, its words starting `audit: `.
 
-use crate::inject::route::Route;
 use serde_json::{Value, json};
 
+use super::tests::stored;
+use super::would;
 use crate::inject::Images;
 use crate::inject::delivery::{Install, Mode};
+use crate::inject::route::Route;
 use crate::inject::{Plan, Scope, plan, plan_with, wanted};
 use crate::registry::ImageConfig;
 use crate::tests::pods::{self, job_container, job_pod, review};
@@ -164,4 +166,30 @@ fn an_audit_looks_up_the_images_enabled_would_and_says_what_they_gave() {
         "{line}"
     );
     assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+}
+
+#[test]
+fn on_the_native_route_the_audit_says_what_moves_and_looks_nothing_up() {
+    for (name, pod) in pods::native_cases() {
+        let stored_pod = stored(pod.clone(), "ns", "p", &[]);
+        let got = would::would(&stored_pod, Route::Native);
+        assert!(got.starts_with("native: "), "{name}: {got}");
+        assert!(got.ends_with("job containers unchanged"), "{name}: {got}");
+        assert!(
+            !got.contains("needs its image's entrypoint"),
+            "{name}: {got}"
+        );
+    }
+    let several = pods::native_cases().remove(1).1;
+    assert_eq!(
+        would::would(&stored(several, "ns", "p", &[]), Route::Native),
+        "native: moved linkerd-proxy, istio-proxy, vault-agent, cloud-sql-proxy, daprd to \
+         native sidecars, tandem waits for linkerd-proxy, istio-proxy, cloud-sql-proxy, daprd \
+         in postStart; vault-agent has no readiness to wait for; job containers unchanged"
+    );
+    // A Pod's own annotation wins over the audit's route.
+    let mut wrap = pods::native_cases().remove(0).1;
+    wrap["metadata"]["annotations"]["tandem.dev/route"] = json!("wrap");
+    let got = would::would(&stored(wrap, "ns", "p", &[]), Route::Native);
+    assert!(got.starts_with("wrapped job"), "{got}");
 }

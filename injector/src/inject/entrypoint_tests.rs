@@ -2,11 +2,11 @@
 //! registry said of their image, or from the annotation, or left with the
 //! reason; each patch applied (json-patch) and the resulting container checked.
 
-use crate::inject::route::Route;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::inject::delivery::Mode;
+use crate::inject::route::Route;
 use crate::layout::{BIN_DIR, TANDEM};
 use crate::registry::{Failure, ImageConfig};
 use crate::tests::pods::{self, container, job_pod, review};

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::patch::append;
+use super::ops::append;
 use super::pod::Container;
 use crate::inject::report::{Fate, Report};
 use crate::layout::SHARED_DIR;

@@ -2,10 +2,10 @@
 //! the API server sends them: Airflow's XCom container is neither wrapped, nor
 //! a job container of §9, nor a sidecar tandem quits, and the annotation says so.
 
-use crate::inject::route::Route;
 use serde_json::Value;
 
 use super::wanted_in;
+use crate::inject::route::Route;
 use crate::tests::pods::{self, container, job_container};
 use crate::tests::{annotation, env, patched, var};
 

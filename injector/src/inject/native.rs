@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::delivery::{self, Install};
-use super::patch::append;
+use super::ops::append;
 use super::pod::Container;
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, TANDEM};
 use crate::sidecars::{self, Sidecar};
@@ -76,49 +76,13 @@ pub(super) fn plan(
         return Err(format!("it already has a volume named {}", v["name"]));
     }
 
-    let mut patch = Vec::new();
-    // The already-native ones first, at the indices they have before anything
-    // is inserted ahead of them.
-    for (i, s) in &waited {
-        give_wait(
-            &mut patch,
-            &format!("/spec/initContainers/{i}"),
-            &spec["initContainers"][*i],
-            s,
-        );
-    }
-    let mut added = Vec::new();
-    if installing {
-        append(
-            &mut patch,
-            "/spec/volumes",
-            volumes.is_some(),
-            vec![install.volume()],
-        );
-        if let Some(container) = install.init_container() {
-            // Before the first init container that runs tandem's hook.
-            match waited.first() {
-                Some((i, _)) => patch.push(json!({"op": "add",
-                    "path": format!("/spec/initContainers/{i}"), "value": container})),
-                None => added.push(container),
-            }
-        }
-    }
-    added.extend(
-        moved
-            .iter()
-            .map(|m| native(&spec["containers"][m.from], m.wait, m.sidecar)),
+    let patch = operations(
+        spec,
+        &moved,
+        &waited,
+        installing.then_some(install),
+        volumes,
     );
-    if !added.is_empty() {
-        let has_init = spec.get("initContainers").is_some_and(Value::is_array);
-        append(&mut patch, "/spec/initContainers", has_init, added);
-    }
-    // The last first, so no index shifts under the next removal.
-    let mut from: Vec<usize> = moved.iter().map(|m| m.from).collect();
-    from.sort_unstable_by(|a, b| b.cmp(a));
-    for i in from {
-        patch.push(json!({"op": "remove", "path": format!("/spec/containers/{i}")}));
-    }
     let moves = Moves {
         moved: moved.iter().map(|m| (m.name.to_string(), m.wait)).collect(),
         waited: waited
@@ -132,6 +96,52 @@ pub(super) fn plan(
             .collect(),
     };
     Ok((moves, patch))
+}
+
+/// The JSONPatch of a plan: the already-native sidecars' wait (at the indices
+/// they have before anything is inserted ahead of them), the binary's volume
+/// and install container when `install` is given, the moved sidecars appended,
+/// then removed from `containers` (`volumes`: the Pod's list, when it has one).
+fn operations(
+    spec: &Map<String, Value>,
+    moved: &[Move],
+    waited: &[(usize, &Sidecar)],
+    install: Option<&Install>,
+    volumes: Option<&Vec<Value>>,
+) -> Vec<Value> {
+    let mut patch = Vec::new();
+    for (i, s) in waited {
+        let at = format!("/spec/initContainers/{i}");
+        give_wait(&mut patch, &at, &spec["initContainers"][*i], s);
+    }
+    let mut added = Vec::new();
+    if let Some(install) = install {
+        let volume = vec![install.volume()];
+        append(&mut patch, "/spec/volumes", volumes.is_some(), volume);
+        if let Some(container) = install.init_container() {
+            // Before the first init container that runs tandem's hook.
+            match waited.first() {
+                Some((i, _)) => patch.push(json!({"op": "add",
+                    "path": format!("/spec/initContainers/{i}"), "value": container})),
+                None => added.push(container),
+            }
+        }
+    }
+    let sidecars = moved
+        .iter()
+        .map(|m| native(&spec["containers"][m.from], m.wait, m.sidecar));
+    added.extend(sidecars);
+    if !added.is_empty() {
+        let has_init = spec.get("initContainers").is_some_and(Value::is_array);
+        append(&mut patch, "/spec/initContainers", has_init, added);
+    }
+    // The last first, so no index shifts under the next removal.
+    let mut from: Vec<usize> = moved.iter().map(|m| m.from).collect();
+    from.sort_unstable_by(|a, b| b.cmp(a));
+    for i in from {
+        patch.push(json!({"op": "remove", "path": format!("/spec/containers/{i}")}));
+    }
+    patch
 }
 
 /// The classic sidecars of `main` the table knows, in the order they will
@@ -229,4 +239,55 @@ fn native(container: &Value, wait: Wait, s: &Sidecar) -> Value {
         }
     }
     c
+}
+
+impl Moves {
+    /// What the native route did, after `native: ` (SPEC §12): what moved and how
+    /// each is waited for, what already native got tandem's wait, and that the
+    /// job containers are as they were.
+    pub fn words(&self) -> String {
+        let names = |pick: &dyn Fn(Wait) -> bool| -> Vec<&str> {
+            let each = self.moved.iter().filter(|(_, w)| pick(*w));
+            each.map(|(n, _)| n.as_str()).collect()
+        };
+        let moved = names(&|_| true);
+        let tandem = names(&|w| w == Wait::Tandem);
+        let mut first = Vec::new();
+        if !moved.is_empty() {
+            first.push(format!("moved {} to native sidecars", moved.join(", ")));
+        }
+        let every = tandem.len() == moved.len() && self.waited.is_empty();
+        match (tandem.is_empty(), every && tandem.len() > 1) {
+            (true, _) => {}
+            (false, true) => first.push("tandem waits for each in postStart".into()),
+            (false, false) => first.push(format!(
+                "tandem waits for {} in postStart",
+                tandem.join(", ")
+            )),
+        }
+        if !self.waited.is_empty() {
+            first.push(format!(
+                "tandem waits for {} (already native) in postStart",
+                self.waited.join(", ")
+            ));
+        }
+        let mut parts = vec![if first.is_empty() {
+            "no classic sidecar to move".to_string()
+        } else {
+            first.join(", ")
+        }];
+        let own = names(&|w| w == Wait::Own);
+        if !own.is_empty() {
+            parts.push(format!("{} keeps its own postStart", own.join(", ")));
+        }
+        let nothing = names(&|w| w == Wait::Nothing);
+        if !nothing.is_empty() {
+            parts.push(format!(
+                "{} has no readiness to wait for",
+                nothing.join(", ")
+            ));
+        }
+        parts.push("job containers unchanged".into());
+        parts.join("; ")
+    }
 }

@@ -442,3 +442,22 @@ fn a_malformed_pod_is_left_as_it_is_with_the_reason() {
     assert_eq!(out["spec"], only_job["spec"]);
     assert_eq!(plan.patch.len(), 1);
 }
+
+#[test]
+fn the_line_says_each_when_tandem_waits_for_every_sidecar_it_moved() {
+    let pod = job_pod(
+        "both",
+        vec![
+            job_container("job"),
+            sidecar("cloud-sql-proxy"),
+            sidecar("istio-proxy"),
+        ],
+        vec![],
+    );
+    let (_, out) = native(&pod, Mode::EmptyDir);
+    assert_eq!(
+        annotation(&out),
+        "native: moved istio-proxy, cloud-sql-proxy to native sidecars, tandem waits for \
+         each in postStart; job containers unchanged"
+    );
+}

@@ -1,9 +1,10 @@
 //! The JSONPatch (RFC 6902) of a Pod's first injection: the volumes, the
 //! install init container, and each wrapped container's command and mounts.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::command::{self, Commands};
+use super::ops::append;
 use crate::inject::delivery::{self, Install};
 
 /// Appends to `patch` what installs tandem in the Pod whose `spec` is given
@@ -33,17 +34,5 @@ pub(super) fn install(
             mounts.push(delivery::shared_mount());
         }
         append(patch, &format!("{at}/volumeMounts"), c.has_mounts, mounts);
-    }
-}
-
-/// Operations that add `items` to the list at `path`: the whole list when the
-/// field is not there, else one append each.
-pub(super) fn append(patch: &mut Vec<Value>, path: &str, exists: bool, items: Vec<Value>) {
-    if exists {
-        for item in items {
-            patch.push(json!({"op": "add", "path": format!("{path}/-"), "value": item}));
-        }
-    } else {
-        patch.push(json!({"op": "add", "path": path, "value": items}));
     }
 }

@@ -8,125 +8,18 @@
 use serde_json::{Value, json};
 
 use crate::metrics::{self, Counter};
-use crate::registry::Failure;
-use crate::say;
 
-use super::native::{Moves, Wait};
+mod fate;
+use crate::say;
+pub use fate::{Found, Skip};
+
+use super::native::Moves;
 use super::route::Route;
 use crate::layout::{INJECTION_ANNOTATION, ROUTE_ANNOTATION};
 use crate::left_alone::LeftAlone;
 
 /// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
-
-/// How a wrapped container's command was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
-    /// Its `command` in the Pod spec.
-    Spec,
-    /// Wrapped by an earlier review of the same Pod (a reinvocation).
-    Earlier,
-    /// No `command`: its image's entrypoint, read from the registry.
-    Registry,
-    /// No `command`: the entrypoint its `tandem.dev/entrypoint.NAME` annotation gives.
-    Annotation,
-    /// No `command`, and its image not looked up (`tandem-injector audit`
-    /// makes no network call): wrapped when its registry answers.
-    Lookup,
-}
-
-impl Found {
-    fn words(self) -> &'static str {
-        match self {
-            Found::Spec => "command from the spec",
-            Found::Earlier => "by an earlier review",
-            Found::Registry => "entrypoint from the registry",
-            Found::Annotation => "entrypoint from its annotation",
-            Found::Lookup => "needs its image's entrypoint",
-        }
-    }
-
-    fn counter(self) -> Counter {
-        match self {
-            Found::Spec => Counter::WrappedSpec,
-            Found::Earlier => Counter::WrappedEarlier,
-            Found::Registry => Counter::WrappedRegistry,
-            Found::Annotation => Counter::WrappedAnnotation,
-            // Never counted: only `tandem-injector audit` leaves a lookup undone.
-            Found::Lookup => Counter::WrappedRegistry,
-        }
-    }
-}
-
-/// Why a job container is not wrapped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Skip {
-    /// No `command`: it runs its image's entrypoint, which the Pod does not
-    /// name, and its image was not looked up.
-    NoCommand,
-    /// No `command`, and its image's configuration could not be read (or
-    /// its registry may not be contacted): the kind of failure and the fix.
-    Unread {
-        /// The container's `image`.
-        image: String,
-        /// Why it was not read.
-        failure: Failure,
-    },
-    /// No `command`, and its entrypoint annotation is malformed (this says how).
-    BadAnnotation(String),
-    /// No `command`, and its image has neither `ENTRYPOINT` nor `CMD`.
-    NothingToRun,
-    /// Its command runs tandem already, with its own settings.
-    OwnTandem,
-    /// It has a command but came after tandem was injected (a later webhook).
-    AddedLater,
-}
-
-impl Skip {
-    /// Why, and the fix when there is one.
-    fn words(&self) -> String {
-        let fixed = match self {
-            Skip::Unread { image, failure } => {
-                let why = failure.words();
-                return format!("it has no command and its image {image} was not read: {why}");
-            }
-            Skip::BadAnnotation(why) => {
-                return format!("it has no command and its {why} (fix it, or set command)");
-            }
-            Skip::NothingToRun => {
-                "it has no command and its image has neither ENTRYPOINT nor CMD (set command)"
-            }
-            Skip::NoCommand => "it has no command (set command to its image's entrypoint)",
-            Skip::OwnTandem => "it already runs tandem (left as is)",
-            Skip::AddedLater => {
-                "it was added after tandem was injected (by a webhook called later: \
-                 prefix its command with /tandem/tandem -- in that webhook's template)"
-            }
-        };
-        fixed.to_string()
-    }
-
-    /// Whether the container runs without tandem: then no other job container
-    /// may stop the sidecars under it.
-    pub fn runs_without_tandem(&self) -> bool {
-        !matches!(self, Skip::OwnTandem)
-    }
-
-    fn counter(&self) -> Counter {
-        match self {
-            Skip::NoCommand => Counter::SkippedNoCommand,
-            Skip::Unread {
-                failure: Failure::NotAllowed(_),
-                ..
-            } => Counter::SkippedNotAllowed,
-            Skip::Unread { .. } => Counter::SkippedImageUnread,
-            Skip::BadAnnotation(_) => Counter::SkippedBadAnnotation,
-            Skip::NothingToRun => Counter::SkippedNothingToRun,
-            Skip::OwnTandem => Counter::SkippedOwnTandem,
-            Skip::AddedLater => Counter::SkippedAddedLater,
-        }
-    }
-}
 
 /// What became of one job container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +77,7 @@ impl Report {
     fn words(&self) -> String {
         let mut words = match (&self.problem, &self.native) {
             (Some(problem), _) => format!("not injected: {problem}"),
-            (None, Some(moves)) => format!("{}: {}", Route::Native.name(), native_words(moves)),
+            (None, Some(moves)) => format!("{}: {}", Route::Native.name(), moves.words()),
             (None, None) => self.wrap_words(),
         };
         if let Some(value) = &self.route_not_understood {
@@ -288,7 +181,7 @@ impl Report {
                     // A reinvocation that moved more: said after what the
                     // first review said.
                     Some(moves) if moves.any() && !self.audit => {
-                        let more = format!("{old}; on reinvocation: {}", native_words(moves));
+                        let more = format!("{old}; on reinvocation: {}", moves.words());
                         Some(json!({"op": "add", "path": POINTER, "value": say::escape(&more)}))
                     }
                     _ => None,
@@ -324,53 +217,4 @@ impl Report {
             });
         }
     }
-}
-
-/// What the native route did, after `native: ` (SPEC §12): what moved and how
-/// each is waited for, what already native got tandem's wait, and that the
-/// job containers are as they were.
-fn native_words(moves: &Moves) -> String {
-    let names = |pick: &dyn Fn(Wait) -> bool| -> Vec<&str> {
-        let each = moves.moved.iter().filter(|(_, w)| pick(*w));
-        each.map(|(n, _)| n.as_str()).collect()
-    };
-    let moved = names(&|_| true);
-    let tandem = names(&|w| w == Wait::Tandem);
-    let mut first = Vec::new();
-    if !moved.is_empty() {
-        first.push(format!("moved {} to native sidecars", moved.join(", ")));
-    }
-    let every = tandem.len() == moved.len() && moves.waited.is_empty();
-    match (tandem.is_empty(), every && tandem.len() > 1) {
-        (true, _) => {}
-        (false, true) => first.push("tandem waits for each in postStart".into()),
-        (false, false) => first.push(format!(
-            "tandem waits for {} in postStart",
-            tandem.join(", ")
-        )),
-    }
-    if !moves.waited.is_empty() {
-        first.push(format!(
-            "tandem waits for {} (already native) in postStart",
-            moves.waited.join(", ")
-        ));
-    }
-    let mut parts = vec![if first.is_empty() {
-        "no classic sidecar to move".to_string()
-    } else {
-        first.join(", ")
-    }];
-    let own = names(&|w| w == Wait::Own);
-    if !own.is_empty() {
-        parts.push(format!("{} keeps its own postStart", own.join(", ")));
-    }
-    let nothing = names(&|w| w == Wait::Nothing);
-    if !nothing.is_empty() {
-        parts.push(format!(
-            "{} has no readiness to wait for",
-            nothing.join(", ")
-        ));
-    }
-    parts.push("job containers unchanged".into());
-    parts.join("; ")
 }

@@ -65,8 +65,18 @@ pub fn something_to_do() -> String {
 }
 
 /// The variables the native patch reads, each after those it reads (and
-/// after `injected`, the wrap route's).
+/// after `injected`, the wrap route's): what moves and what gets the wait,
+/// then where the operations go.
 pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
+    let mut all = records(install);
+    all.extend(places(install));
+    all
+}
+
+/// The Pod's route, its init containers' names, the sidecars to move in their
+/// order (a record each: the container, its index, whether tandem waits for
+/// it) and the already-native ones that get the wait (with their path).
+fn records(install: &Install) -> Vec<(&'static str, String)> {
     let (proxies, others): (Vec<_>, Vec<_>) =
         sidecars::containers().partition(|(_, s)| s.redirects);
     let names = |each: &[(&str, &sidecars::Sidecar)]| list(each.iter().map(|(c, _)| *c));
@@ -80,10 +90,13 @@ pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
         names(&others),
         waited_names()
     );
-    let install_adds = match install.mode {
-        delivery::Mode::EmptyDir => "1",
-        delivery::Mode::ImageVolume => "0",
-    };
+    let waited = format!(
+        "has(object.spec.initContainers) ?\n  \
+         object.spec.initContainers.filter(c,\n    {})\n  \
+         .map(c, {{'c': dyn(c), 'at': dyn('/spec/initContainers/' +\n    \
+         string(variables.initNames.indexOf(c.name)) + '/')}}) : []",
+        gets_wait("c", "variables.initNames")
+    );
     vec![
         ("route", route("object.metadata", install.route)),
         (
@@ -93,16 +106,19 @@ pub fn variables(install: &Install) -> Vec<(&'static str, String)> {
                 .into(),
         ),
         ("moving", moving),
-        (
-            "nativeWaited",
-            format!(
-                "has(object.spec.initContainers) ?\n  \
-                 object.spec.initContainers.filter(c,\n    {})\n  \
-                 .map(c, {{'c': dyn(c), 'at': dyn('/spec/initContainers/' +\n    \
-                 string(variables.initNames.indexOf(c.name)) + '/')}}) : []",
-                gets_wait("c", "variables.initNames")
-            ),
-        ),
+        ("nativeWaited", waited),
+    ]
+}
+
+/// Whether the binary comes in (and clashes with a volume of the Pod's), the
+/// index the install container goes to, where the moved sidecars start, and
+/// each moved one's record with its path there.
+fn places(install: &Install) -> Vec<(&'static str, String)> {
+    let install_adds = match install.mode {
+        delivery::Mode::EmptyDir => "1",
+        delivery::Mode::ImageVolume => "0",
+    };
+    vec![
         (
             "nativeInstall",
             "!variables.injected && (size(variables.nativeWaited) > 0 ||\n  \
@@ -145,54 +161,48 @@ fn add(path: &str, value: &str) -> String {
     format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
 }
 
-/// The native route's JSONPatch: nothing when the binary's volume would clash;
-/// else the already-native sidecars' wait, the install, the moved sidecars
-/// copied, changed and removed from `containers`.
-pub fn expression(install: &Install) -> String {
+/// tandem's `postStart` hook for the container named `name` (a CEL string),
+/// its preset looked up in the table.
+fn hook(name: &str) -> String {
     let presets: Vec<String> = sidecars::containers()
         .map(|(c, s)| format!("{}: {}", quote(c), quote(s.preset)))
         .collect();
-    let hook = |name: &str| {
-        let ty = "Object.spec.initContainers.lifecycle.postStart";
-        format!(
-            "{ty}{{\n        exec: {ty}.exec{{\n        command: [{}, '--mesh',\n        \
-             {{{}}}[{name}],\n        '--wait-only']}}}}",
-            quote(TANDEM),
-            presets.join(",\n        ")
-        )
-    };
-    let lifecycle = |at: &str, c: &str| {
-        let whole = format!(
-            "Object.spec.initContainers.lifecycle{{\n        postStart: {}}}",
-            hook(&format!("{c}.name"))
-        );
-        format!(
-            "(has({c}.lifecycle) ?\n    [{}] :\n    [{}])",
-            add(
-                &format!("{at} + 'lifecycle/postStart'"),
-                &hook(&format!("{c}.name"))
-            ),
-            add(&format!("{at} + 'lifecycle'"), &whole)
-        )
-    };
+    let ty = "Object.spec.initContainers.lifecycle.postStart";
+    format!(
+        "{ty}{{\n        exec: {ty}.exec{{\n        command: [{}, '--mesh',\n        \
+         {{{}}}[{name}],\n        '--wait-only']}}}}",
+        quote(TANDEM),
+        presets.join(",\n        ")
+    )
+}
+
+/// The operations that give container `c`, at path `at` (with a trailing
+/// slash), tandem's wait: the hook beside its other lifecycle hooks, the mount.
+fn give_wait(at: &str, c: &str) -> String {
+    let name = format!("{c}.name");
+    let whole = format!(
+        "Object.spec.initContainers.lifecycle{{\n        postStart: {}}}",
+        hook(&name)
+    );
     let mount = object(
         "Object.spec.initContainers.volumeMounts",
         &delivery::bin_mount(),
     );
-    let mounts = |at: &str, c: &str| {
-        format!(
-            "(has({c}.volumeMounts) ? [] : [{}]) +\n    [{}]",
-            add(&format!("{at} + 'volumeMounts'"), "[]"),
-            add(&format!("{at} + 'volumeMounts/-'"), &mount)
-        )
-    };
-    let waited = format!(
-        "variables.nativeWaited.map(w,\n    {} +\n    {})",
-        lifecycle("w.at", "w.c"),
-        mounts("w.at", "w.c")
-    );
+    format!(
+        "(has({c}.lifecycle) ?\n    [{}] :\n    [{}]) +\n    \
+         (has({c}.volumeMounts) ? [] : [{}]) +\n    [{}]",
+        add(&format!("{at} + 'lifecycle/postStart'"), &hook(&name)),
+        add(&format!("{at} + 'lifecycle'"), &whole),
+        add(&format!("{at} + 'volumeMounts'"), "[]"),
+        add(&format!("{at} + 'volumeMounts/-'"), &mount)
+    )
+}
+
+/// The binary's volume and, with `--install emptydir`, the install container
+/// at `variables.installAt`.
+fn install_ops(install: &Install) -> Vec<String> {
     let volume = object("Object.spec.volumes", &install.volume());
-    let mut installs = vec![
+    let mut ops = vec![
         format!(
             "(has(object.spec.volumes) ? [] : [{}])",
             add("'/spec/volumes'", "[]")
@@ -201,18 +211,25 @@ pub fn expression(install: &Install) -> String {
     ];
     if let Some(init) = install.init_container() {
         let at = "'/spec/initContainers/' + string(variables.installAt)";
-        installs.push(init_ops(&init, at, &format!("{at} + '/volumeMounts'")));
+        ops.push(init_ops(&init, at, &format!("{at} + '/volumeMounts'")));
     }
-    let moved = [
+    ops
+}
+
+/// The moved sidecars: copied in their order to the end of `initContainers`
+/// (made first when neither the Pod nor the install container made it), given
+/// `restartPolicy: Always` and the wait at their new index, then removed from
+/// `containers`, the last index first.
+fn moved_ops(install: &Install) -> Vec<String> {
+    // With an install container, its operations made the list.
+    let made = match install.init_container() {
+        Some(_) => "variables.nativeInstall || ",
+        None => "",
+    };
+    vec![
         format!(
-            "({}has(object.spec.initContainers) ||\n    \
+            "({made}has(object.spec.initContainers) ||\n    \
              size(variables.moving) == 0 ? [] :\n    [{}])",
-            // The install container's operations made the list.
-            if install.init_container().is_some() {
-                "variables.nativeInstall || "
-            } else {
-                ""
-            },
             add("'/spec/initContainers'", "[]")
         ),
         "variables.moving.map(m, JSONPatch{op: 'copy',\n      \
@@ -220,21 +237,28 @@ pub fn expression(install: &Install) -> String {
          path: '/spec/initContainers/-'})"
             .to_string(),
         format!(
-            "variables.moved.map(r,\n    [{}] +\n    (r.m.tandem ? {} +\n    {} : [])).flatten()",
+            "variables.moved.map(r,\n    [{}] +\n    (r.m.tandem ? {} : [])).flatten()",
             add("r.at + 'restartPolicy'", "'Always'"),
-            lifecycle("r.at", "r.m.c"),
-            mounts("r.at", "r.m.c")
+            give_wait("r.at", "r.m.c")
         ),
         "lists.range(size(object.spec.containers))\n    \
          .map(i, int(size(object.spec.containers)) - 1 - i)\n    \
          .filter(i, variables.moving.exists(m, m.from == i))\n    \
          .map(i, JSONPatch{op: 'remove', path: '/spec/containers/' + string(i)})"
             .to_string(),
-    ];
+    ]
+}
+
+/// The native route's JSONPatch: nothing when the binary's volume would clash;
+/// else the already-native sidecars' wait, the install, the moved sidecars
+/// copied, changed and removed from `containers`.
+pub fn expression(install: &Install) -> String {
     format!(
-        "variables.nativeClash ? [] :\n  {}.flatten() +\n  (variables.nativeInstall ?\n  {} : []) +\n  {}",
-        waited,
-        installs.join(" +\n  "),
-        moved.join(" +\n  ")
+        "variables.nativeClash ? [] :\n  \
+         variables.nativeWaited.map(w,\n    {}).flatten() +\n  \
+         (variables.nativeInstall ?\n  {} : []) +\n  {}",
+        give_wait("w.at", "w.c"),
+        install_ops(install).join(" +\n  "),
+        moved_ops(install).join(" +\n  ")
     )
 }
