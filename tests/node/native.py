@@ -371,7 +371,7 @@ class Native:
         app = next(c for c in job["spec"]["template"]["spec"]["containers"] if c["name"] == JOB)
         app.pop("command", None)
         app.pop("args", None)
-        app["image"] = self.image("job-entrypoint")
+        app["image"] = self.image("migrate-entrypoint")
         try:
             with self.injecting() as metrics:
                 create_job(self.api, job)
