@@ -437,17 +437,19 @@ e2e-reach:
 ## E2E_VERSIONS (default 1.33 1.34 1.35 1.36, `--emulated-version`), everything
 ## on the last. Then what each route adds to a Pod create, against its floor (no
 ## admission; a webhook call that changes nothing; a one-operation policy):
-## medians of E2E_COST_CREATES (600) dry-run creates a route, one at a time, with
-## the API server's own histograms (injector/scripts/admission_cost.py; goal: each
-## route within 1.5x its floor). Opt-in, not part of `make test`: it needs a
+## E2E_COST_CREATES (600) dry-run creates a route, the routes interleaved create by
+## create, each timed by the client and by the API server's audit log, with its
+## histograms (injector/scripts/admission_cost.py; goal: each route within 1.5x its
+## floor by the API server's time). Opt-in, not part of `make test`: it needs a
 ## kube-apiserver 1.36+ and an etcd you provide, e.g. `make e2e-apiserver
 ## KUBE_APISERVER=/path ETCD=/path`. E2E_IDLE lists the idle waits in seconds
 ## (default 9.9 10 10.1 95). With KUBE_CONTROLLER_MANAGER=/path too, real Jobs
 ## make the Pods as well, and the outage scenarios run on a cluster of their own
-## (injector/scripts/e2e_outage.py, about 2.5 minutes): the injector SIGKILLed 0.3 s
-## into a 120-Pod Indexed Job and back 3 s later (no Pod without tandem, all
-## within a minute, FailedCreate in the Job's events); SIGSTOPped while a Job is
-## created (no Pod, FailedCreate; after SIGCONT the Pod, with tandem); 150-Pod
+## (injector/scripts/e2e_outage.py, about 2.5 minutes): the injector SIGKILLed once
+## a 120-Pod Indexed Job's first Pod is stored and back once the API server counted
+## a failed create (no Pod without tandem, all stored, FailedCreate in the Job's
+## events); SIGSTOPped, then a Job created (the failed call counted, FailedCreate, no
+## Pod while stopped; after SIGCONT the Pod, with tandem); 150-Pod
 ## bursts through the webhook, the policy and neither (each within 1.25x
 ## neither). E2E_ONLY=outage runs only those. Then charts/tandem-injector installed
 ## for real with Helm v4's library (injector/scripts/e2e_chart.py, needs root: the

@@ -73,9 +73,18 @@ class Cluster:
                    "validatingadmissionpolicy-status-controller")
 
     def __init__(self, kube_apiserver, etcd, dir, kube_controller_manager=None, emulated=None,
-                 apiserver_args=(), controllers=CONTROLLERS):
+                 apiserver_args=(), controllers=CONTROLLERS, audit_policy=None):
+        """With `audit_policy` (YAML), the API server writes an audit log of
+        what it selects, as JSON lines, to `audit_log`."""
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.audit_log = None
+        if audit_policy:
+            (self.dir / "audit-policy.yaml").write_text(audit_policy)
+            self.audit_log = self.dir / "audit.log"
+            apiserver_args = [*apiserver_args,
+                              f"--audit-policy-file={self.dir / 'audit-policy.yaml'}",
+                              f"--audit-log-path={self.audit_log}"]
         self.procs = []
         make_pki(self.dir)
         self.token = secrets.token_hex(16)
@@ -232,9 +241,10 @@ def delete(cluster, obj, namespace=None):
 class Injector:
     """tandem-injector on loopback with `args`, serving the certificate the API
     server trusts, its output in `log`, and registered with the shipped
-    configuration's webhooks by URL; `stop()` unregisters and stops it."""
+    configuration's webhooks by URL (unless not `register`: then `config` is
+    the caller's to register); `stop()` unregisters and stops it."""
 
-    def __init__(self, api, injector, log, args):
+    def __init__(self, api, injector, log, args, register=True):
         self.api = api
         self.log = Path(log)
         self.argv = [injector, "--tls-cert", str(api.dir / "tls.crt"),
@@ -252,7 +262,8 @@ class Injector:
             hook["clientConfig"] = {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": ca}
             self.paths.append(path)
         self.config = config
-        create(api, config)
+        if register:
+            create(api, config)
 
     def _spawn(self, listen, mode):
         with open(self.log, mode) as out:

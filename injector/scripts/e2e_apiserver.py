@@ -39,7 +39,8 @@ run on each (image-volume from 1.35, where image volumes are on by default);
 the policy passes, the idle waits and the real Jobs only on the last, as the
 policy needs `admissionregistration.k8s.io/v1`'s MutatingAdmissionPolicy
 (1.36). On the last, admission_cost then measures what each route adds to a
-Pod create against its floor, and prints the figures.
+Pod create against its floor, and prints the figures (that API server writes an
+audit log of the Pod creates in the cost's namespace: its own time of each).
 
 Every mismatch is printed with the case, the JSON path and both values, as is
 a route whose added cost is over its goal; it exits 1 if there is any, 2 on a
@@ -73,6 +74,8 @@ IMAGE = "ghcr.io/tandem-sidecar/tandem:0.1.0"
 LABEL = "tandem.dev/inject"
 NS = "tandem-e2e"
 NS_LABELLED = "tandem-e2e-labelled"
+# The admission cost's creates, the ones the API server's audit log records.
+NS_COST = "tandem-e2e-cost"
 # Fields the API server sets per object, not part of what admission did.
 VOLATILE = ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"]
 DEFAULT_IDLE = [9.9, 10.0, 10.1, 95.0]
@@ -345,10 +348,11 @@ def wait_injecting(api, plain, what, bound=30.0):
     return False
 
 
-def webhook(api, injector, mode, dir):
-    """tandem-injector serving on loopback for the route `mode`, registered."""
+def webhook(api, injector, mode, dir, register=True):
+    """tandem-injector serving on loopback for the route `mode`, registered
+    (unless not `register`)."""
     return k8s.Injector(api, injector, Path(dir) / f"injector-{mode}.log",
-                        ["--image", IMAGE, "--install", mode])
+                        ["--image", IMAGE, "--install", mode], register)
 
 
 def policy(api, injector, mode):
@@ -587,10 +591,13 @@ class Run:
         """A mesh's injector adds istio-proxy after tandem's change: tandem runs
         again and the plain Pod ends as the istio-classic one did (its spec)."""
         classic = self.stored["webhook-emptydir"]["istio-classic"]
-        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        sidecar = classic["spec"]["containers"][1]
+        mesh = MeshWebhook(self.api, sidecar)
         try:
-            time.sleep(2)  # the API server's informer picks the configuration up
-            pod, _ = create_pod(self.api, NS, self.plain)
+            # The first create the mesh's webhook changed (its configuration
+            # reaches the API server's informer a moment after it is created).
+            pod = until(self.api, self.plain, lambda p: sidecar["name"] in
+                        [c["name"] for c in p["spec"]["containers"]], "the mesh's webhook")
         finally:
             mesh.stop()
         found = diff(classic["spec"], pod["spec"])
@@ -607,10 +614,12 @@ class Run:
         native = self.stored["webhook-emptydir"][f"{NATIVE}istio"]
         plain = copy.deepcopy(self.plain)
         plain["metadata"].setdefault("annotations", {})[ROUTE] = "native"
-        mesh = MeshWebhook(self.api, classic["spec"]["containers"][1])
+        mesh = MeshWebhook(self.api, sidecar)
         try:
-            time.sleep(2)
-            pod, _ = create_pod(self.api, NS, plain)
+            # Moved or not, the proxy is in the Pod once the mesh's webhook is in effect.
+            pod = until(self.api, plain, lambda p: sidecar["name"] in [
+                c["name"] for c in p["spec"]["containers"] + p["spec"].get("initContainers", [])],
+                "the mesh's webhook")
         finally:
             mesh.stop()
         found = diff(native["spec"], pod["spec"])
@@ -677,7 +686,8 @@ def main(argv):
         api = None
         try:
             api = k8s.Cluster(kube_apiserver, etcd, workdir / f"cluster-{version}",
-                              kcm if newest else None, emulated=version)
+                              kcm if newest else None, emulated=version,
+                              audit_policy=cost_mod.audit_policy(NS_COST) if newest else None)
             problems += run(api, injector, original, workdir / version, idle, kcm, version, newest)
         except (k8s.Failed, subprocess.CalledProcessError, OSError) as e:
             print(f"e2e-apiserver: FAILED on {version}: {e}", file=sys.stderr)
@@ -699,7 +709,7 @@ def run(api, injector, original, workdir, idle, kcm, emulated, newest):
     served = {r["name"] for r in group["resources"]}
     if newest and "mutatingadmissionpolicies" not in served:
         raise k8s.Failed(f"admissionregistration.k8s.io/v1 serves no mutatingadmissionpolicies: {served}")
-    for ns, labels in [(NS, {}), (NS_LABELLED, {LABEL: "enabled"})]:
+    for ns, labels in [(NS, {}), (NS_LABELLED, {LABEL: "enabled"}), (NS_COST, {})]:
         k8s.create(api, {"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": ns, "labels": labels}})
         # No controller manager: the ServiceAccount plugin needs the account.
@@ -757,7 +767,7 @@ def policy_passes(r, api, injector, mode, kcm):
         r.warnings()
         print("both-emptydir:")
         hook = webhook(api, injector, mode, r.workdir)
-        time.sleep(2)
+        reviewed(api, r.plain, hook)
         r.pass_("both-emptydir")
         r.same("policy-emptydir", "both-emptydir")
         hook.stop()
@@ -765,97 +775,127 @@ def policy_passes(r, api, injector, mode, kcm):
     r.type_checking(objects)
     for obj in reversed(objects):
         k8s.delete(api, obj)
-    time.sleep(2)
+    until(api, r.plain, lambda p: not injected(p), f"policy-{mode} gone")
 
 
-def until(api, pod, done, what, bound=30.0):
-    """Until creating `pod` answers a Pod for which `done` holds (informers
-    take a moment to see a change of configuration)."""
+def until(api, pod, done, what, bound=60.0):
+    """The first Pod that creating `pod` answers for which `done` holds
+    (informers take a moment to see a change of configuration); only a hang
+    reaches `bound`."""
     end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if done(create_pod(api, NS, pod)[0]):
-            return
+    while True:
+        stored = create_pod(api, NS, pod)[0]
+        if done(stored):
+            return stored
+        if time.monotonic() >= end:
+            raise k8s.Failed(f"{what}: not in effect after {bound:.0f} s")
         time.sleep(0.2)
-    raise k8s.Failed(f"{what}: not in effect after {bound:.0f} s")
+
+
+def reviewed(api, pod, hook, bound=60.0):
+    """Until a create of `pod` has reached the webhook of `hook` (its log has
+    a line for it), whatever it answered: the webhook is in effect."""
+    end = time.monotonic() + bound
+    while True:
+        create_pod(api, NS, pod)
+        if "dry run:" in hook.log.read_text(errors="replace"):
+            return
+        if time.monotonic() >= end:
+            raise k8s.Failed(f"{hook.log}: no review within {bound:.0f} s")
+        time.sleep(0.2)
 
 
 def cost(r, api, injector):
     """What each route adds to a Pod create (admission_cost), every answer
-    checked: injected where the route injects. E2E_COST_CREATES (creates a
-    route, 600), E2E_COST_ROUNDS (10), E2E_COST_POLICY (a printed policy to
-    measure instead of this build's), E2E_COST_BEFORE (another printed policy,
-    measured in the same rounds as `policy-before`: an earlier version beside
-    this one), E2E_COST_VARIANTS=1 (where the policy's time goes, one variable
-    at a time)."""
+    checked: injected where the route injects. Every route's objects are in
+    place at once, each admitting only its own route's Pods, and the routes
+    are interleaved create by create. E2E_COST_CREATES (creates a route, 600),
+    E2E_COST_POLICY (a printed policy to measure instead of this build's),
+    E2E_COST_BEFORE (another printed policy, measured in the same cycles as
+    `policy-before`: an earlier version beside this one), E2E_COST_VARIANTS=1
+    (where the policy's time goes, one variable at a time)."""
     n = int(os.environ.get("E2E_COST_CREATES", "600"))
-    rounds = max(1, int(os.environ.get("E2E_COST_ROUNDS", "10")))
     if n <= 0:
         print("admission cost: E2E_COST_CREATES=0, not measured")
         return
+    if not api.audit_log:
+        raise k8s.Failed("admission cost: the API server writes no audit log")
     given = os.environ.get("E2E_COST_POLICY")
     text = Path(given).read_text() if given else subprocess.run(
         [injector, "policy", "--image", IMAGE], check=True, capture_output=True,
         text=True).stdout
     printed = [d for d in yaml.safe_load_all(text) if d]
     print(f"admission cost: the policy of {given or injector}")
-    plain, held, wrong = r.plain, {}, []
-
-    def webhook_on():
-        held["hook"] = webhook(api, injector, "emptydir", r.workdir)
-        until(api, plain, injected, "webhook")
-
-    def webhook_off():
-        held.pop("hook").stop()
-        until(api, plain, lambda p: not injected(p), "webhook gone")
-
-    def objects(objs, done):
-        def on():
-            for obj in objs:
-                k8s.create(api, obj)
-            until(api, plain, done, objs[0]["metadata"]["name"])
-
-        def off():
-            for obj in reversed(objs):
-                k8s.delete(api, obj)
-            until(api, plain, lambda p: not done(p), f"{objs[0]['metadata']['name']} gone")
-        return on, off
-
+    only = cost_mod.only_route
+    # One injector for each webhook route, so that each one's /metrics give
+    # its own time a review.
+    hooks = {}
+    for name in ("webhook-unchanged", "webhook"):
+        (r.workdir / name).mkdir(parents=True, exist_ok=True)
+        hooks[name] = webhook(api, injector, "emptydir", r.workdir / name, register=False)
     labelled = cost_mod.labelled_by_floor
-    routes = {"none": (lambda: None, lambda: None),
-              "webhook-unchanged": (webhook_on, webhook_off), "webhook": (webhook_on, webhook_off),
-              "policy-one-op": objects(cost_mod.floor_policy(printed), labelled),
-              "policy": objects(printed, injected)}
+    routes = {"none": [],
+              "webhook-unchanged": only([hooks["webhook-unchanged"].config],
+                                        "webhook-unchanged", "unchanged"),
+              "webhook": only([hooks["webhook"].config], "webhook"),
+              "policy-one-op": only(cost_mod.floor_policy(printed), "policy-one-op"),
+              "policy": only(printed, "policy")}
     expect = {"none": lambda p: not injected(p), "webhook-unchanged": injected,
               "webhook": injected, "policy": injected, "policy-one-op": labelled}
+    # Each route's own call in the API server's histograms, by its copy's name.
+    calls = {"webhook-unchanged": ("admission_webhook_admission", 'name="unchanged.pods.'),
+             "webhook": ("admission_webhook_admission", 'name="pods.'),
+             "policy-one-op": ("mutating_admission_policy_check",
+                               f'policy="{cost_mod.FLOOR_NAME}"'),
+             "policy": ("mutating_admission_policy_check", 'policy="tandem-injector"')}
     variants = cost_mod.variants(printed) if os.environ.get("E2E_COST_VARIANTS") == "1" else {}
     before = os.environ.get("E2E_COST_BEFORE")
     if before:
-        variants["policy-before"] = [d for d in yaml.safe_load_all(Path(before).read_text()) if d]
+        objs = [d for d in yaml.safe_load_all(Path(before).read_text()) if d]
+        variants["policy-before"] = cost_mod.renamed_policy(objs, "tandem-before")
         print(f"  policy-before: the policy of {before}")
     for name, objs in variants.items():
-        done = injected if name == "policy-before" else labelled
-        routes[name], expect[name] = objects(objs, done), done
-    pods = {name: plain for name in routes}
-    pods["webhook-unchanged"] = copy.deepcopy(r.stored["webhook-emptydir"]["plain"])
+        routes[name] = only(objs, name)
+        expect[name] = injected if name == "policy-before" else labelled
+        policy = next(o for o in objs if o["kind"] == "MutatingAdmissionPolicy")
+        calls[name] = ("mutating_admission_policy_check",
+                       f'policy="{policy["metadata"]["name"]}"')
+    pods = {name: cost_mod.on_route(r.plain, name) for name in routes}
+    pods["webhook-unchanged"] = cost_mod.on_route(r.stored["webhook-emptydir"]["plain"],
+                                                  "webhook-unchanged")
+    wrong = []
 
     def check(route, status, pod):
         if status != 201 or not expect[route](pod):
             wrong.append(route)
-    m = cost_mod.Measure(api, NS, pods, check, max(1, n // rounds))
-    cost_mod.measure(cost_mod.ROUTES + list(variants), routes, m, rounds)
-    for p in m.report():
+    created = [obj for objs in routes.values() for obj in objs]
+    m = cost_mod.Measure(api, NS_COST, pods, check, api.audit_log, hooks)
+    try:
+        for obj in created:
+            k8s.create(api, obj)
+        for name in routes:
+            until(api, pods[name], expect[name], name)
+        m.run(cost_mod.ROUTES + list(variants), n)
+    finally:
+        for obj in reversed(created):
+            k8s.delete(api, obj)
+        for hook in hooks.values():
+            hook.stop()
+    for p in m.report(calls):
         r.problem(p)
     if before:
         variants.pop("policy-before")
-        ratio = m.added("policy-before") / max(m.added("policy-one-op"), 1e-9)
+        ratio = m.served("policy-before") / max(m.served("policy-one-op"), 1e-9)
+        runs, mean = m.own(calls["policy-before"])
         print(f"    policy-before      added {m.added('policy-before'):+.2f} ms "
-              f"({ratio:.2f}x policy-one-op; server {m.served('policy-before'):+.2f} ms)")
-        m.where(["policy-before"])
+              f"(server {m.served('policy-before'):+.2f} ms, {ratio:.2f}x policy-one-op's); "
+              f"its call {runs:.2f} x {mean or 0:.0f} µs")
     if variants:
         print("  the printed policy's match and one operation, after evaluating:")
         for name in ["policy-one-op", *variants, "policy"]:
-            print(f"    {name:22} added {m.added(name):+.2f} ms")
-        m.where(list(variants))
+            runs, mean = m.own(calls[name])
+            print(f"    {name:22} added {m.added(name):+.2f} ms (server {m.served(name):+.2f} ms); "
+                  f"its call {runs:.2f} x {mean or 0:.0f} µs")
     for route in sorted(set(wrong)):
         r.problem(f"admission cost: {wrong.count(route)} answers of {route} "
                   "were not what the route makes")

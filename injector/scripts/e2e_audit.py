@@ -99,6 +99,23 @@ def job_pod(api, ns, name, label, kcm):
     raise k8s.Failed(f"Job {ns}/{name} made no Pod within 60 s")
 
 
+def in_effect(api, bound=60.0):
+    """Until a dry-run create of an audited Pod comes back annotated: the
+    API server's informer has the webhook's configuration (only a hang
+    reaches `bound`)."""
+    probe = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"generateName": "probe-", **template("audit")["metadata"]},
+             "spec": template("audit")["spec"]}
+    end = time.monotonic() + bound
+    while True:
+        stored, _ = api.must("POST", f"/api/v1/namespaces/{NS_PODS}/pods?dryRun=All", probe)
+        if REPORT in stored["metadata"].get("annotations", {}):
+            return
+        if time.monotonic() >= end:
+            raise k8s.Failed(f"the webhook not in effect after {bound:.0f} s")
+        time.sleep(0.2)
+
+
 def comparable(pod):
     """What admission decided of a Job's `pod`: its spec (the token
     volume's random name made one), labels and annotations, the Job's name
@@ -171,7 +188,7 @@ def run(api, injector, workdir, kcm):
     print("with the webhook (the shipped configuration):")
     hook = k8s.Injector(api, injector, Path(workdir) / "injector.log", ["--image", IMAGE])
     print(f"  registered {', '.join(hook.paths)}")
-    time.sleep(2)  # the API server's informer picks the configuration up
+    in_effect(api)
     pods = {}
     try:
         for name, ns, label in cases:

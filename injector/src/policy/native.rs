@@ -9,7 +9,7 @@
 //! down, so no index shifts under an operation that follows.
 
 use super::cel::{list, quote};
-use super::patch::{init_ops, object};
+use super::patch::{add, init_ops, object, volume_ops};
 use crate::inject::delivery::{self, Install};
 use crate::inject::route::Route;
 use crate::layout::{BIN_VOLUME, INSTALL_CONTAINER, ROUTE_ANNOTATION, TANDEM};
@@ -156,11 +156,6 @@ fn places(install: &Install) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// One `add` operation of `value` at `path` (CEL expressions both).
-fn add(path: &str, value: &str) -> String {
-    format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
-}
-
 /// tandem's `postStart` hook for the container named `name` (a CEL string),
 /// its preset looked up in the table.
 fn hook(name: &str) -> String {
@@ -201,14 +196,7 @@ fn give_wait(at: &str, c: &str) -> String {
 /// The binary's volume and, with `--install emptydir`, the install container
 /// at `variables.installAt`.
 fn install_ops(install: &Install) -> Vec<String> {
-    let volume = object("Object.spec.volumes", &install.volume());
-    let mut ops = vec![
-        format!(
-            "(has(object.spec.volumes) ? [] : [{}])",
-            add("'/spec/volumes'", "[]")
-        ),
-        format!("[{}]", add("'/spec/volumes/-'", &volume)),
-    ];
+    let mut ops = volume_ops(install);
     if let Some(init) = install.init_container() {
         let at = "'/spec/initContainers/' + string(variables.installAt)";
         ops.push(init_ops(&init, at, &format!("{at} + '/volumeMounts'")));

@@ -21,8 +21,8 @@ pub fn expression(install: &Install) -> String {
     )
 }
 
-/// One `add` operation.
-fn add(path: &str, value: &str) -> String {
+/// One `add` operation of `value` at `path` (CEL expressions both).
+pub(super) fn add(path: &str, value: &str) -> String {
     format!("JSONPatch{{op: 'add',\n      path: {path},\n      value: {value}}}")
 }
 
@@ -32,18 +32,11 @@ fn add(path: &str, value: &str) -> String {
 fn install_ops(install: &Install) -> Vec<String> {
     let mount = |m: &Value| object_at("Object.spec.containers.volumeMounts", m, 3);
     let shared_volume = object_at("Object.spec.volumes", &delivery::shared_volume(), 3);
-    let volume = object("Object.spec.volumes", &install.volume());
-    let mut ops = vec![
-        format!(
-            "(has(object.spec.volumes) ? [] : [{}])",
-            add("'/spec/volumes'", "[]")
-        ),
-        format!("[{}]", add("'/spec/volumes/-'", &volume)),
-        format!(
-            "(variables.several ? [{}] : [])",
-            add("'/spec/volumes/-'", &shared_volume)
-        ),
-    ];
+    let mut ops = volume_ops(install);
+    ops.push(format!(
+        "(variables.several ? [{}] : [])",
+        add("'/spec/volumes/-'", &shared_volume)
+    ));
     ops.extend(
         install
             .init_container()
@@ -140,6 +133,19 @@ fn env_ops() -> Vec<String> {
         ));
     }
     ops
+}
+
+/// The operations that add the binary's volume, the list made first when the
+/// Pod has none: both routes' (`policy::native` too).
+pub fn volume_ops(install: &Install) -> Vec<String> {
+    let volume = object("Object.spec.volumes", &install.volume());
+    vec![
+        format!(
+            "(has(object.spec.volumes) ? [] : [{}])",
+            add("'/spec/volumes'", "[]")
+        ),
+        format!("[{}]", add("'/spec/volumes/-'", &volume)),
+    ]
 }
 
 /// The install container's operations: the container alone at `path` (a CEL

@@ -194,8 +194,8 @@ impl<V: Clone> Drop for Pending<'_, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, mpsc};
     use std::thread;
 
     fn soon() -> Instant {
@@ -264,25 +264,34 @@ mod tests {
 
     #[test]
     fn a_waiter_gives_up_at_its_deadline_and_a_failed_lookup_frees_the_key() {
+        // The lookup in flight is held until the test releases it (10 s at
+        // most, a hang guard), so the waiter's answer can only be its own
+        // deadline's: order, not a window of time.
         let cache = Arc::new(Cache::new(10));
+        let (entered, in_flight) = mpsc::channel();
+        let (release, held) = mpsc::channel::<()>();
         let slow = {
             let cache = cache.clone();
             thread::spawn(move || {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     cache.get("img", soon(), || {
-                        thread::sleep(Duration::from_millis(300));
+                        entered.send(()).unwrap();
+                        let _ = held.recv_timeout(Duration::from_secs(10));
                         panic!("lookup died")
                     })
                 }));
             })
         };
-        thread::sleep(Duration::from_millis(50));
+        in_flight.recv().unwrap();
         let start = Instant::now();
         assert_eq!(
             cache.get("img", start + Duration::from_millis(50), || (1, None)),
             None
         );
-        assert!(start.elapsed() < Duration::from_millis(250));
+        // Back before the lookup was released: had it waited for the lookup,
+        // it would have come back after the hang guard's 10 s.
+        assert!(start.elapsed() < Duration::from_secs(5));
+        release.send(()).unwrap();
         slow.join().unwrap();
         assert_eq!(
             cache.get("img", soon(), || (2, None)),

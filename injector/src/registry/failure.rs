@@ -15,6 +15,9 @@ pub enum Failure {
     NotAllowed(String),
     /// The lookup's deadline passed (a slow registry or token endpoint).
     Timeout,
+    /// Every lookup slot stayed taken until the deadline: the injector was
+    /// running its most lookups at once, and this one never started.
+    Busy,
     /// 401/403: no credentials, or ones the registry refuses.
     Denied(String),
     /// 404: no such repository, tag or digest.
@@ -39,7 +42,7 @@ impl Failure {
             Failure::NotAllowed(_) => {
                 "list the registry in the injector's --registry-allow, or set the entrypoint annotation"
             }
-            Failure::Timeout => {
+            Failure::Timeout | Failure::Busy => {
                 "retried on the next Pod; or set the entrypoint annotation, or command"
             }
             Failure::Denied(_) => {
@@ -63,6 +66,7 @@ impl Failure {
             Failure::Reference(_) => "reference",
             Failure::NotAllowed(_) => "not-allowed",
             Failure::Timeout => "timeout",
+            Failure::Busy => "busy",
             Failure::Denied(_) => "unauthorized",
             Failure::NotFound(_) => "not-found",
             Failure::Unreachable(_) => "unreachable",
@@ -79,6 +83,7 @@ impl Failure {
             Failure::Reference(why) => why.as_str(),
             Failure::NotAllowed(_) => "registry not allowed",
             Failure::Timeout => "timeout: the registry did not answer within the lookup's deadline",
+            Failure::Busy => "busy: the injector's lookups were all in use until the deadline",
             Failure::Denied(_) => "unauthorized",
             Failure::NotFound(_) => "not found",
             Failure::Unreachable(_) => "unreachable",
@@ -100,6 +105,10 @@ impl fmt::Display for Failure {
             Failure::Timeout => write!(
                 f,
                 "the registry did not answer within the lookup's deadline"
+            ),
+            Failure::Busy => write!(
+                f,
+                "not started: every lookup slot stayed taken until the deadline"
             ),
             Failure::Denied(why) => write!(f, "unauthorized: {why}"),
             Failure::NotFound(what) => write!(f, "not found: {what}"),

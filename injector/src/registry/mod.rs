@@ -109,13 +109,13 @@ impl Registry {
     fn look(&self, reference: &Reference, deadline: Instant) -> (Answer, Option<Duration>) {
         let answer = match self.slots.take(deadline) {
             Some(_slot) => self.client.image_config(reference, deadline),
-            None => Err(Failure::Timeout),
+            None => Err(Failure::Busy),
         };
         let ttl = match &answer {
             Ok(_) if reference.pinned() => None,
             Ok(_) => Some(TAG_TTL),
-            // A timeout is this lookup's, not the image's: not kept.
-            Err(Failure::Timeout) => Some(Duration::ZERO),
+            // A timeout or no slot is this lookup's, not the image's: not kept.
+            Err(Failure::Timeout | Failure::Busy) => Some(Duration::ZERO),
             Err(_) => Some(FAILURE_TTL),
         };
         (answer, ttl)

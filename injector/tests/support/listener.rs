@@ -1,12 +1,15 @@
 //! Listeners on loopback that record what reaches them, for the tests of where
 //! the injector may connect (SPEC §10 "Where lookups may go"): a TCP listener
-//! that counts every connection accepted, and a small HTTPS server that records
-//! each request's target and `Authorization` header and answers by a route.
+//! that counts every connection accepted, one that holds each connection until
+//! the test releases it, and a small HTTPS server that records each request's
+//! target and `Authorization` header and answers by a route.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -14,29 +17,23 @@ use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::Pki;
 
-/// A TCP listener that records when each connection came, and holds it open
-/// (`hold`) or closes it at once.
+/// A TCP listener that counts every connection accepted, and closes it.
 pub struct Counter {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// When each connection was accepted.
-    pub accepted: Arc<Mutex<Vec<Instant>>>,
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Counter {
     /// Listens on `ip`:0.
-    pub fn start(ip: &str, hold: bool) -> Counter {
+    pub fn start(ip: &str) -> Counter {
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
         let record = accepted.clone();
         thread::spawn(move || {
-            let mut held = Vec::new();
-            for stream in listener.incoming().map_while(Result::ok) {
-                record.lock().unwrap().push(Instant::now());
-                if hold {
-                    held.push(stream);
-                }
+            for _stream in listener.incoming().map_while(Result::ok) {
+                record.fetch_add(1, Ordering::SeqCst);
             }
         });
         Counter { addr, accepted }
@@ -44,8 +41,116 @@ impl Counter {
 
     /// Connections accepted so far.
     pub fn count(&self) -> usize {
-        self.accepted.lock().unwrap().len()
+        self.accepted.load(Ordering::SeqCst)
     }
+}
+
+/// What a [`Holder`] did, in the one order it did it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Connection N (counted from 0) was accepted.
+    Accepted(usize),
+    /// Connection N was released: closed by the test.
+    Released(usize),
+}
+
+/// A TCP listener that holds every connection open, never answering, until
+/// the test releases it: the test, not the clock, decides when a client's
+/// connection ends. Accepts and releases go into one list under one lock: an
+/// accept is recorded after the client connected, a release before the
+/// socket closes, so connections the list shows open together were open
+/// together on the client's side too.
+pub struct Holder {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    state: Arc<(Mutex<HolderState>, Condvar)>,
+}
+
+#[derive(Default)]
+struct HolderState {
+    events: Vec<Held>,
+    open: BTreeMap<usize, TcpStream>,
+    accepted: usize,
+}
+
+impl Holder {
+    /// Listens on `ip`:0.
+    pub fn start(ip: &str) -> Holder {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new((Mutex::new(HolderState::default()), Condvar::new()));
+        let record = state.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let (lock, changed) = &*record;
+                let mut state = lock.lock().unwrap();
+                let n = state.accepted;
+                state.accepted += 1;
+                state.events.push(Held::Accepted(n));
+                state.open.insert(n, stream);
+                changed.notify_all();
+            }
+        });
+        Holder { addr, state }
+    }
+
+    /// Until `n` connections were accepted in all; a panic naming what it saw
+    /// after `bound`, which only a hang reaches.
+    pub fn wait_accepted(&self, n: usize, bound: Duration) {
+        let (lock, changed) = &*self.state;
+        let end = Instant::now() + bound;
+        let mut state = lock.lock().unwrap();
+        while state.accepted < n {
+            let left = end.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "{} connections accepted, not {n}, after {bound:?}: {:?}",
+                state.accepted,
+                state.events
+            );
+            state = changed.wait_timeout(state, left).unwrap().0;
+        }
+    }
+
+    /// Closes the connection open the longest; its number.
+    pub fn release_oldest(&self) -> usize {
+        let mut state = self.state.0.lock().unwrap();
+        let (n, stream) = state.open.pop_first().expect("no connection open");
+        state.events.push(Held::Released(n));
+        drop(stream);
+        n
+    }
+
+    /// Closes every connection open.
+    pub fn release_all(&self) {
+        while !self.state.0.lock().unwrap().open.is_empty() {
+            self.release_oldest();
+        }
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.state.0.lock().unwrap().accepted
+    }
+
+    /// Everything it did so far, in order.
+    pub fn events(&self) -> Vec<Held> {
+        self.state.0.lock().unwrap().events.clone()
+    }
+}
+
+/// The most connections open at once in `events`.
+pub fn most_open(events: &[Held]) -> usize {
+    let mut open = 0usize;
+    let mut most = 0;
+    for event in events {
+        match event {
+            Held::Accepted(_) => open += 1,
+            Held::Released(_) => open -= 1,
+        }
+        most = most.max(open);
+    }
+    most
 }
 
 /// One request an [`Https`] server got: its target and `Authorization` header.

@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -146,6 +146,8 @@ pub struct Injector {
     /// Where it listens.
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// Told once its stderr is read to the end (it closes when the injector exits).
+    read_all: mpsc::Receiver<()>,
 }
 
 impl Injector {
@@ -188,17 +190,20 @@ impl Injector {
         let log = Arc::new(Mutex::new(String::new()));
         let stderr = child.stderr.take().unwrap();
         let sink = log.clone();
+        let (done, read_all) = mpsc::channel();
         thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let mut log = sink.lock().unwrap();
                 log.push_str(&line);
                 log.push('\n');
             }
+            let _ = done.send(());
         });
         let mut injector = Injector {
             child,
             addr: "0.0.0.0:0".parse().unwrap(),
             log,
+            read_all,
         };
         let line = injector.wait_log("listening on ");
         let addr = line
@@ -257,9 +262,12 @@ impl Injector {
     }
 
     /// Waits for the injector to exit, and checks it stopped cleanly: status 0,
-    /// its last line the one of a finished shutdown.
+    /// its last line the one of a finished shutdown, read once its stderr has
+    /// been read to the end (the exit can be seen before its last lines are).
     pub fn assert_stopped_cleanly(&mut self) {
         let status = self.wait_exit();
+        let read = self.read_all.recv_timeout(Duration::from_secs(30));
+        assert!(read.is_ok(), "its stderr never ended; log:\n{}", self.log());
         assert_eq!(status.code(), Some(0), "{}", self.log());
         assert!(
             self.log().ends_with("tandem-injector: stopped\n"),
