@@ -503,8 +503,11 @@ endif
 ## kubectl shows, restarts in place (OnFailure, restartPolicyRules,
 ## RestartAllContainers), Pods no Job owns, an Always Pod left alone, the Helm
 ## chart installed (its Deployment running the static injector), Jobs through it
-## by both routes, upgraded, uninstalled (tests/node/chart.py). Opt-in, not
-## part of `make test`; needs root and the binaries by path: make e2e-node
+## by both routes, upgraded, uninstalled (tests/node/chart.py); the native route
+## (sidecars moved to native ones tandem waits for, by webhook and policy),
+## hand-written native controls, and the timing of both routes and of none
+## (tests/node/native.py). Opt-in, not part of `make test`; needs root and the
+## binaries by path: make e2e-node
 ## KUBE_APISERVER=… KUBE_CONTROLLER_MANAGER=… KUBE_SCHEDULER=… KUBELET=… ETCD=…
 ## [CONTAINERD_DIR=a containerd 2.x install] [E2E_TRANSCRIPTS=docs/transcripts]
 ## [E2E_NODE_ONLY=SCENARIO,…] (docs/development.md).

@@ -71,6 +71,13 @@ def build_and_import(node, work, tandem, fake, envoy, busybox, injector_static):
     root.mkdir()
     podman.build("job-entrypoint", root, f"FROM {podman.image('job-distroless')}\n"
                  'ENTRYPOINT ["/app/myjob"]\nCMD ["--since=yesterday"]\n')
+    # Another, for the native route's migrate container (9-native-entrypoint): an
+    # image of its own, since 3-registry's pull of job-entrypoint under another name
+    # makes kubelet 1.36 (KubeletEnsureSecretPulledImages) want to pull it again.
+    root = images / "migrate-entrypoint"
+    root.mkdir()
+    podman.build("migrate-entrypoint", root, f"FROM {podman.image('job-distroless')}\n"
+                 'ENTRYPOINT ["/app/migrate"]\nCMD ["up"]\n')
     # The chart's Deployment runs the injector alone (uid 65532, read-only root).
     root = images / "tandem-injector"
     root.mkdir()

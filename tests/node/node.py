@@ -171,7 +171,20 @@ class Node:
                              capture_output=True, text=True)
         return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else "?"
 
+    def share_netns_dir(self):
+        """/run/netns made a shared mount point of itself, as `ip netns` and podman
+        make it, before containerd mounts a Pod's network namespace there: else a
+        podman started meanwhile bind-mounts the directory over them, and the
+        kubelet can no longer remove one (unlinkat: device or resource busy)."""
+        self.netns_mount = False
+        if not os.path.ismount("/run/netns"):
+            os.makedirs("/run/netns", exist_ok=True)
+            subprocess.run(["mount", "--bind", "/run/netns", "/run/netns"], check=True)
+            subprocess.run(["mount", "--make-shared", "/run/netns"], check=True)
+            self.netns_mount = True
+
     def start_containerd(self, sandbox_image):
+        self.share_netns_dir()
         d = self.work / "containerd"
         (d / "certs.d").mkdir(parents=True, exist_ok=True)
         (self.work / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
@@ -282,6 +295,9 @@ class Node:
                     Path(f"/run/netns/{ns}").unlink(missing_ok=True)
                 except OSError as e:
                     self.say(f"/run/netns/{ns}: {e}")
+        if getattr(self, "netns_mount", False):
+            # Not lazily: a namespace another program mounted there since keeps it.
+            subprocess.run(["umount", "/run/netns"], capture_output=True)
         subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
         self._remove_cgroups()
         self._remove_chains()

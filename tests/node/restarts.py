@@ -73,10 +73,11 @@ class Restarts:
 
     @contextlib.contextmanager
     def injecting(self):
-        """The webhook registered (emptydir install) for the length of a scenario."""
+        """The webhook registered (emptydir install) for the length of a scenario;
+        yields a function that reads its /metrics."""
         hook = self.start_webhook("emptydir")
         try:
-            yield
+            yield lambda: self.injector_metrics(hook)
         finally:
             self.stop_webhook(hook)
 

@@ -19,6 +19,9 @@ evidence line or raises `k8s.Failed` with what went wrong:
                  injector as its Deployment; Jobs through it, both routes; an
                  upgrade keeping the certificate; an uninstall leaving nothing
                  (chart.py)
+  9 native       the native route (SPEC §12): classic sidecars moved to native
+                 ones that tandem waits for in postStart, the hand-written
+                 controls, and the timing of both routes and of none (native.py)
 
 E2E_NODE_ONLY=NAME,NAME runs only those (and what they build on, DEPENDS).
 """
@@ -27,9 +30,11 @@ import base64
 import copy
 import json
 import shutil
+import ssl
 import subprocess
 import time
 import urllib.parse
+import urllib.request
 
 import yaml
 
@@ -39,6 +44,7 @@ import pods_registry
 from jobs import (NS, Follow, Watch, create_job, delete_job, first_pod, finished, job_from,
                   log, statuses, wait_for)
 from chart import ChartScenario
+from native import Native
 from restarts import Restarts
 
 LABEL = {"tandem.dev/inject": "enabled"}
@@ -56,7 +62,12 @@ ORDER = [("1-examples", "examples"), ("2-control", "control"),
          ("7-restart-all-containers", "restart_all"), ("8-bare-pods", "bare_pods"),
          ("8-always-untouched", "always_untouched"),
          ("3-policy", "policy"), ("3-registry", "registry"), ("3-image-volume", "image_volume"),
-         ("3-chart", "chart")]
+         ("3-chart", "chart"),
+         ("9-native-webhook", "native_webhook"), ("9-native-on-failure", "native_on_failure"),
+         ("9-native-entrypoint", "native_entrypoint"), ("9-native-policy", "native_policy"),
+         ("9-native-control-probe", "control_probe"),
+         ("9-native-control-no-wait", "control_no_wait"),
+         ("9-native-control-hook", "control_hook"), ("9-native-timing", "native_timing")]
 # What a scenario reads from one before it: the examples' Pods, the webhook it keeps.
 DEPENDS = {"6-termination-message": ["1-examples"], "5-namespace-and-cronjob": ["3-webhook"]}
 # The scenarios that wait for the Jobs start_examples creates.
@@ -79,7 +90,7 @@ def select(only):
     return [n for n in names if n in wanted]
 
 
-class Run(Restarts, ChartScenario):
+class Run(Restarts, ChartScenario, Native):
     def __init__(self, api, node, podman, injector, work, say, transcripts, versions):
         self.api, self.node, self.podman = api, node, podman
         self.injector, self.work, self.say = str(injector), work, say
@@ -149,8 +160,8 @@ class Run(Restarts, ChartScenario):
                 evidence = getattr(self, method)()
                 results.append((name, True, evidence))
                 self.say(f"PASS {name} ({time.monotonic() - t:.0f}s): {evidence}")
-            except (k8s.Failed, pods.Failed, KeyError, TypeError, ValueError,
-                    subprocess.SubprocessError, OSError) as e:
+            except (k8s.Failed, pods.Failed, KeyError, IndexError, TypeError, ValueError,
+                    StopIteration, subprocess.SubprocessError, OSError) as e:
                 results.append((name, False, str(e)))
                 self.say(f"FAIL {name} ({time.monotonic() - t:.0f}s): {e}")
         return results
@@ -362,6 +373,21 @@ class Run(Restarts, ChartScenario):
             hook["clientConfig"] = {"url": f"https://127.0.0.1:{p}{path}", "caBundle": ca}
         k8s.create(self.api, config)
         return proc, config
+
+    def injector_metrics(self, started):
+        """{sample: value} of the running injector's /metrics (Prometheus text)."""
+        _, config = started
+        url = urllib.parse.urlsplit(config["webhooks"][0]["clientConfig"]["url"])
+        ctx = ssl.create_default_context(cafile=str(self.api.dir / "ca.crt"))
+        with urllib.request.urlopen(f"https://{url.netloc}/metrics", context=ctx,
+                                    timeout=10) as resp:
+            text = resp.read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                samples[name] = float(value)
+        return samples
 
     def stop_webhook(self, started):
         proc, config = started

@@ -1,14 +1,15 @@
 #!/bin/sh
 # The job's stand-in in the Pod tests, installed under each name the manifests
-# run (/app/myjob, /app/migrate, ...). It logs which ports listen in the Pod when
-# it starts (the sidecars tandem waited for) and the first line of a --secrets=PATH
-# file, writes --out=PATH, then does what the image's APP_MODE
-# says: `exit3` exits 3, an exit status no sidecar and no signal gives, so the job
-# container's status shows whose it is (APP_SECONDS and APP_CODE change when and
-# how it exits); `wait-term` runs until SIGTERM, then exits 42 (the Pod-level
-# signal test: 42, not 143, shows the app handled it). APP_FAIL_ONCE=PATH: a run
-# that finds no PATH writes it and exits 3, so on a volume that outlives the
-# container only the first run in a Pod fails (a restart in place then succeeds).
+# run (/app/myjob, /app/migrate, ...). It logs which ports listen in the Pod
+# when it starts (the sidecars tandem waited for), what APP_PROBE's URLs answer
+# then, and the first line of a --secrets=PATH file, writes --out=PATH, then
+# does what the image's APP_MODE says: `exit3` exits 3, an exit status no
+# sidecar and no signal gives, so the job container's status shows whose it is
+# (APP_SECONDS and APP_CODE change when and how it exits); `wait-term` runs
+# until SIGTERM, then exits 42 (the Pod-level signal test: 42, not 143, shows
+# the app handled it). APP_FAIL_ONCE=PATH: a run that finds no PATH writes it
+# and exits 3, so on a volume that outlives the container only the first run in
+# a Pod fails (a restart in place then succeeds).
 # A second role, run by the app itself (below): the orphan says who its parent is.
 if [ "$APP_ROLE" = orphan ]; then
   sleep 0.2
@@ -23,6 +24,12 @@ fi
 name=${0##*/}
 ports=$(netstat -ltn 2>/dev/null | awk 'NR > 2 { n = split($4, a, ":"); print a[n] }' | sort -un | tr '\n' ' ')
 echo "app: $name${*:+ $*} started; listening in the Pod: ${ports% }"
+# APP_PROBE="URL ...": what the job sees of its sidecars the moment it starts, one
+# GET each (the e2e-node native-route scenarios: were they ready before it ran?).
+for url in $APP_PROBE; do
+  if seen=$(wget -q -O /dev/null "$url" 2>&1); then seen=ok; else seen=${seen#wget: }; fi
+  echo "app: at start GET $url: ${seen:-failed}"
+done
 # How the job runs (pods.py checks this line): its user, its root filesystem's
 # mount (ro/rw), its capability bounding set and no_new_privs, as the manifest's
 # securityContext asked and podman applied.
