@@ -81,6 +81,7 @@ pub fn plan_pod(pod: &Value, name: &str, opted: Opted, install: &Install, images
         Route::Native => change_native(pod, install),
     };
     let (mut patch, mut report) = changed.unwrap_or_else(|p| (Vec::new(), Report::problem(p)));
+    report.route = chosen.route;
     report.route_not_understood = chosen.not_understood;
     report.audit = opted == Opted::Audit;
     if report.audit {

@@ -437,6 +437,18 @@ fn a_malformed_pod_is_left_as_it_is_with_the_reason() {
         annotation(&out),
         "not injected: spec.initContainers is not a list"
     );
+    // The route a Pod took is said even when it could not be read.
+    pod["metadata"]["annotations"][ROUTE_ANNOTATION] = json!("nativ");
+    let (plan, _) = native(&pod, Mode::EmptyDir);
+    let report = plan.report.unwrap();
+    assert_eq!(report.route, Route::Native);
+    assert!(
+        report
+            .line()
+            .ends_with("the injector's route, native, taken"),
+        "{}",
+        report.line()
+    );
     let only_job = job_pod("j", vec![job_container("job")], vec![]);
     let (plan, out) = native(&only_job, Mode::EmptyDir);
     assert_eq!(out["spec"], only_job["spec"]);

@@ -7,16 +7,15 @@
 
 use serde_json::{Value, json};
 
-use crate::metrics::{self, Counter};
-
-mod fate;
-use crate::say;
-pub use fate::{Found, Skip};
-
 use super::native::Moves;
 use super::route::Route;
 use crate::layout::{INJECTION_ANNOTATION, ROUTE_ANNOTATION};
 use crate::left_alone::LeftAlone;
+use crate::metrics::{self, Counter};
+use crate::say;
+
+mod fate;
+pub use fate::{Found, Skip};
 
 /// [`INJECTION_ANNOTATION`] in a JSON Pointer (RFC 6901: `/` is written `~1`).
 const POINTER: &str = "/metadata/annotations/tandem.dev~1injection";
@@ -48,7 +47,9 @@ pub struct Report {
     /// Audit (`tandem.dev/inject: audit`): nothing was changed; the line says
     /// what would have been, starting `audit: `, and no warning goes out.
     pub audit: bool,
-    /// The native route's moves (SPEC §12), when the Pod took that route.
+    /// The route the Pod took (SPEC §12), read or not.
+    pub route: Route,
+    /// The native route's moves, when the Pod took that route and was read.
     pub native: Option<Moves>,
     /// The Pod's `tandem.dev/route` annotation, when it named no route.
     pub route_not_understood: Option<String>,
@@ -85,19 +86,10 @@ impl Report {
                 "; {ROUTE_ANNOTATION} {value:?} not understood (expected {}): \
                  the injector's route, {}, taken",
                 Route::NAMES.join(" or "),
-                self.route().name()
+                self.route.name()
             ));
         }
         words
-    }
-
-    /// The route the Pod took.
-    pub fn route(&self) -> Route {
-        if self.native.is_some() {
-            Route::Native
-        } else {
-            Route::Wrap
-        }
     }
 
     fn wrap_words(&self) -> String {
@@ -203,7 +195,7 @@ impl Report {
     /// Counts its route, and its containers, in the metrics (an audit's
     /// containers are not: none was wrapped or skipped).
     pub fn count(&self) {
-        metrics::count(match self.route() {
+        metrics::count(match self.route {
             Route::Wrap => Counter::RouteWrap,
             Route::Native => Counter::RouteNative,
         });
