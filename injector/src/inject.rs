@@ -140,11 +140,7 @@ fn change(pod: &Value, install: &Install, images: &Images) -> Result<(Vec<Value>
     let spec = pod["spec"].as_object().ok_or("the Pod has no spec")?;
     let main = containers(spec, "containers")?;
     let init = containers(spec, "initContainers")?;
-    let volumes = match spec.get("volumes") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(v)) => Some(v),
-        Some(_) => return Err("spec.volumes is not a list".into()),
-    };
+    let volumes = pod::volumes(spec)?;
     let earlier = changed_earlier(spec, &init);
     if !earlier {
         let taken = volumes

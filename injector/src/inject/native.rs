@@ -63,11 +63,7 @@ pub(super) fn plan(
     let waited = waited(spec, init);
     let needs_tandem = !waited.is_empty() || moved.iter().any(|m| m.wait == Wait::Tandem);
     let installing = needs_tandem && !super::pod::changed_earlier(spec, init);
-    let volumes = match spec.get("volumes") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(v)) => Some(v),
-        Some(_) => return Err("spec.volumes is not a list".into()),
-    };
+    let volumes = super::pod::volumes(spec)?;
     let clash = volumes
         .into_iter()
         .flatten()

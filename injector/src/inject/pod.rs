@@ -100,6 +100,15 @@ pub(super) fn containers<'a>(
     Ok(found)
 }
 
+/// Reads `spec.volumes`: `None` when missing or null, an error when it is not a list.
+pub(super) fn volumes(spec: &Map<String, Value>) -> Result<Option<&Vec<Value>>, String> {
+    match spec.get("volumes") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(v)) => Ok(Some(v)),
+        Some(_) => Err("spec.volumes is not a list".into()),
+    }
+}
+
 /// Whether the Pod was changed by an earlier review: its install init
 /// container, or the image volume.
 pub(super) fn changed_earlier(spec: &Map<String, Value>, init: &[Container]) -> bool {
